@@ -1,0 +1,56 @@
+"""The ``gepa-runtime`` command line.
+
+Each command group lives in its own module and registers itself with ``add_parser``; this
+module only builds the top-level parser, dispatches, and turns the error tree into exit
+codes: ``UserError`` -> 2 with the fix, other ``GepaError`` -> 1, Ctrl-C -> 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from schemas import GepaError, UserError
+
+__all__ = ["main"]
+
+# (module, function) pairs; each function adds its subcommands to the subparsers.
+COMMAND_MODULES: tuple[str, ...] = (
+    "optimizer.cli_schema",
+    "container.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every command group registered."""
+    parser = argparse.ArgumentParser(
+        prog="gepa-runtime",
+        description="Reflective Pareto prompt optimization (GEPA) for any app over HTTP.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except GepaError as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Wire protocol (``gepa-container/1``), run config, stored records and the exception tree.
+
+See :mod:`schemas.protocol` for the protocol itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schemas.config import AUTO_LEVELS, RunConfig
+from schemas.exceptions import (
+    BudgetExhausted,
+    ContainerError,
+    ContainerUnavailable,
+    GepaError,
+    PromptTooLong,
+    ProposalRejected,
+    ProposerError,
+    ProtocolViolation,
+    Retryable,
+    RolloutFailed,
+    UserError,
+    WorkspaceError,
+)
+from schemas.protocol import (
+    COMPONENT_KINDS,
+    PROTOCOL,
+    WIRE_MODELS,
+    Component,
+    ComponentKind,
+    ErrorBody,
+    ErrorDetail,
+    Health,
+    Policy,
+    Program,
+    RolloutRequest,
+    RolloutResponse,
+    Seeds,
+    Trace,
+    Usage,
+)
+from schemas.records import (
+    PHASES,
+    CandidateRecord,
+    Event,
+    ModelUsage,
+    Origin,
+    Phase,
+    RolloutRecord,
+    RunRecord,
+    RunStatus,
+    cache_key,
+    candidate_id_for,
+    content_hash,
+    policy_key,
+)
+
+__all__ = [
+    "AUTO_LEVELS",
+    "COMPONENT_KINDS",
+    "PHASES",
+    "PROTOCOL",
+    "WIRE_MODELS",
+    "BudgetExhausted",
+    "CandidateRecord",
+    "Component",
+    "ComponentKind",
+    "ContainerError",
+    "ContainerUnavailable",
+    "ErrorBody",
+    "ErrorDetail",
+    "Event",
+    "GepaError",
+    "Health",
+    "ModelUsage",
+    "Origin",
+    "Phase",
+    "Policy",
+    "Program",
+    "PromptTooLong",
+    "ProposalRejected",
+    "ProposerError",
+    "ProtocolViolation",
+    "Retryable",
+    "RolloutFailed",
+    "RolloutRecord",
+    "RolloutRequest",
+    "RolloutResponse",
+    "RunConfig",
+    "RunRecord",
+    "RunStatus",
+    "Seeds",
+    "Trace",
+    "Usage",
+    "UserError",
+    "WorkspaceError",
+    "cache_key",
+    "candidate_id_for",
+    "content_hash",
+    "json_schemas",
+    "policy_key",
+]
+
+
+def json_schemas() -> dict[str, Any]:
+    """The JSON Schema of every wire model, keyed by model name."""
+    return {name: model.model_json_schema() for name, model in WIRE_MODELS.items()}
+
+
+def json_schemas_text() -> str:
+    """``json_schemas()`` as indented JSON text (what ``gepa-runtime schema`` prints)."""
+    return json.dumps(json_schemas(), indent=2, sort_keys=True)

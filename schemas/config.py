@@ -1,0 +1,77 @@
+"""The one config object of a run: what to optimize, with which models, under which budget.
+
+It crosses files and the REST API, so it is a pydantic model. Unknown keys are rejected
+(a typo in a config is a mistake to report, not a field to ignore). Secrets are
+``SecretStr`` and ``redacted()`` is what gets stored: tokens and keys never reach the
+database; a resumed run takes them again from flags or the environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+__all__ = ["AUTO_LEVELS", "RunConfig"]
+
+AUTO_LEVELS = ("light", "medium", "heavy")
+
+
+class RunConfig(BaseModel):
+    """Everything a run needs. Every field has a ``GEPA_<FIELD>`` environment variable in the CLI."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Literal["gepa", "mipro"] = "gepa"
+    # Where the task container is: one or many URLs, or a module served in-process.
+    containers: list[str] = Field(default_factory=list)
+    container_token: SecretStr | None = None
+    module: str | None = None
+    target: str | None = None
+    dataset: str | None = None
+    verifier: str | None = None
+    splits_file: str | None = None
+    # Models. The task model is passed to the container as the rollout policy.
+    task_model: str | None = None
+    reflection_model: str | None = None
+    reflection_base_url: str | None = None
+    reflection_api_key_env: str = "OPENAI_API_KEY"
+    proposer_mode: Literal["auto", "agent", "text"] = "auto"
+    max_prompt_chars: int = Field(default=6000, ge=100)
+    # Budget.
+    max_metric_calls: int | None = Field(default=None, ge=1)
+    auto: Literal["light", "medium", "heavy"] | None = None
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    # Search.
+    concurrency: int = Field(default=4, ge=1, le=512)
+    minibatch_size: int = Field(default=4, ge=1)
+    proposals_in_flight: int = Field(default=1, ge=1, le=32)
+    use_merge: bool = True
+    max_merges: int = Field(default=5, ge=0)
+    holdout_top_k: int = Field(default=3, ge=1)
+    min_holdout_improvement: float = 0.0
+    seed: int = 0
+    # Reliability.
+    max_retries: int = Field(default=5, ge=0)
+    rollout_timeout_s: float = Field(default=300.0, gt=0)
+    max_error_rate: float = Field(default=0.25, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RunConfig:
+        if self.containers and self.module:
+            raise ValueError("give either containers (--container URL) or module (--module), not both")
+        if self.module is None and (self.dataset or self.target):
+            raise ValueError("dataset/target need module (--module MODULE)")
+        return self
+
+    def redacted(self) -> dict[str, Any]:
+        """The config as JSON with every secret replaced by ``"***"``: what gets stored."""
+        data = self.model_dump(mode="json")
+        for key in ("container_token",):
+            if data.get(key) is not None:
+                data[key] = "***"
+        return data
+
+    def budget_given(self) -> bool:
+        """Whether the user set a metric-call budget (explicitly or via ``auto``)."""
+        return self.max_metric_calls is not None or self.auto is not None

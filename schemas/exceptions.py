@@ -1,0 +1,111 @@
+"""The one exception tree of gepa-runtime.
+
+Three kinds of error are kept apart (as in pydantic-ai): bad configuration by the user
+(``UserError``), faults while a run executes (everything under ``GepaError`` else), and
+control-flow signals that are not failures (``BudgetExhausted``).
+
+    GepaError
+    ├── UserError                 bad input or configuration; the message says what to fix
+    ├── ContainerError            talking to a task container went wrong
+    │   ├── RolloutFailed         a rollout failed after its retries (infrastructure fault)
+    │   ├── ProtocolViolation     the peer broke gepa-container/1 (bad body, 4xx misuse)
+    │   └── ContainerUnavailable  no container URL passes its health check
+    ├── BudgetExhausted           a budget was reached: stop cleanly (a signal, not a failure)
+    ├── WorkspaceError            the SQLite store or the run folder cannot be used
+    ├── ProposerError             the reflection model could not produce a candidate
+    │   └── ProposalRejected      a proposal failed a guard (cut off, empty, unchanged, ...)
+    └── Retryable                 raised by a container target: "try again later" (429/503)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExhausted",
+    "ContainerError",
+    "ContainerUnavailable",
+    "GepaError",
+    "PromptTooLong",
+    "ProposalRejected",
+    "ProposerError",
+    "ProtocolViolation",
+    "Retryable",
+    "RolloutFailed",
+    "UserError",
+    "WorkspaceError",
+]
+
+
+class GepaError(Exception):
+    """Base of every error raised on purpose by gepa-runtime."""
+
+
+class UserError(GepaError):
+    """Bad configuration or input. The message names the field and the fix."""
+
+
+class ContainerError(GepaError):
+    """A task container could not be used as the protocol requires."""
+
+
+class RolloutFailed(ContainerError):
+    """A rollout still failed after its retries; it is recorded as an error, never scored."""
+
+    def __init__(self, message: str, *, attempts: int = 1, status: int | None = None) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.status = status
+
+
+class ProtocolViolation(ContainerError):
+    """The peer answered outside gepa-container/1 (a 4xx misuse or a malformed body)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ContainerUnavailable(ContainerError):
+    """No configured container URL answers its health check."""
+
+
+class BudgetExhausted(GepaError):
+    """A budget (metric calls or cost) is reached. A signal: the run finishes cleanly."""
+
+
+class WorkspaceError(GepaError):
+    """The workspace database or run folder cannot be opened, read or written."""
+
+
+class ProposerError(GepaError):
+    """The reflection model failed to produce a usable candidate."""
+
+
+class ProposalRejected(ProposerError):
+    """A proposal failed a guard; ``reason`` is a short machine-readable tag."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+
+
+class PromptTooLong(ProposalRejected):
+    """A proposal exceeds the configured length cap."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("too_long", message)
+
+
+class Retryable(GepaError):
+    """Raised inside a container target to say "infrastructure fault, try again".
+
+    The container answers 503 (or 429 when ``rate_limited``) with ``Retry-After`` when
+    ``retry_after`` is known; the optimizer retries and never scores it.
+    """
+
+    def __init__(
+        self, message: str = "retry later", *, retry_after: float | None = None,
+        rate_limited: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.rate_limited = rate_limited
