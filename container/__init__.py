@@ -1,0 +1,63 @@
+"""The container SDK: turn an agent into a ``gepa-container/1`` task container.
+
+    from container import AgentResult, optimize
+
+    @optimize(id="banking77-intent", kind="prompt", baseline="Classify the intent.")
+    async def classify(task, candidate):
+        text = await call_model(candidate.text, task.input, model=candidate.model)
+        return AgentResult(output=text)
+
+Serve it with ``gepa-runtime container mymodule --dataset data.jsonl`` or build the ASGI app
+with ``create_app(target, dataset=...)``.
+"""
+
+from __future__ import annotations
+
+from container.app import create_app, served_program
+from container.dataset import Dataset, load_dataset
+from container.fingerprint import compute_fingerprint
+from container.loader import load_target
+from container.program import ServedProgram, build_served_program
+from container.results import AgentResult, Score
+from container.splits import Splits, default_splits, load_splits
+from container.target import (
+    Registry,
+    Target,
+    clear_optimization_targets,
+    default_registry,
+    get_optimization_target,
+    list_optimization_targets,
+    optimize,
+)
+from container.task import Candidate, Task
+from container.verifiers import Verifier, load_verifier, normalize_text
+from schemas.exceptions import Retryable
+
+__all__ = [
+    "AgentResult",
+    "Candidate",
+    "Dataset",
+    "Registry",
+    "Retryable",
+    "Score",
+    "ServedProgram",
+    "Splits",
+    "Target",
+    "Task",
+    "Verifier",
+    "build_served_program",
+    "clear_optimization_targets",
+    "compute_fingerprint",
+    "create_app",
+    "default_registry",
+    "default_splits",
+    "get_optimization_target",
+    "list_optimization_targets",
+    "load_dataset",
+    "load_splits",
+    "load_target",
+    "load_verifier",
+    "normalize_text",
+    "optimize",
+    "served_program",
+]

@@ -55,6 +55,8 @@ class RunConfig(BaseModel):
     max_retries: int = Field(default=5, ge=0)
     rollout_timeout_s: float = Field(default=300.0, gt=0)
     max_error_rate: float = Field(default=0.25, ge=0, le=1)
+    retry_base_delay_s: float = Field(default=0.5, ge=0)
+    max_idle_iterations: int = Field(default=20, ge=1)
 
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:

@@ -27,6 +27,8 @@ __all__ = [
     "RolloutRecord",
     "RunRecord",
     "RunStatus",
+    "Trial",
+    "TrialView",
     "cache_key",
     "candidate_id_for",
     "content_hash",
@@ -145,6 +147,7 @@ class RolloutRecord(Record):
     attempts: int = 1
     error: str | None = None
     created_at: float = Field(default_factory=time.time)
+    rollout_id: int | None = None  # the workspace's row id, set once stored
 
 
 class Event(Record):
@@ -155,3 +158,37 @@ class Event(Record):
     type: str
     data: dict[str, Any] = Field(default_factory=dict)
     ts: float = Field(default_factory=time.time)
+
+
+class Trial(Record):
+    """A run's use of one rollout, paid (``cached=False``) or served from the cache."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    candidate_id: str
+    seed: str
+    cache_key: str
+    cached: bool
+    status: Literal["ok", "error"]
+    rollout_id: int | None = None
+
+
+class TrialView(Record):
+    """One row of a run's trials feed: the trial joined with its rollout's results."""
+
+    seq: int
+    run_id: str
+    candidate_id: str
+    seed: str
+    cache_key: str
+    cached: bool
+    status: Literal["ok", "error"]
+    rollout_id: int | None = None
+    reward: float | None = None
+    objectives: dict[str, float] = Field(default_factory=dict)
+    output: Any = None
+    feedback: str = ""
+    error: str | None = None
+    latency_ms: float = 0.0
+    created_at: float = Field(default_factory=time.time)

@@ -1,0 +1,94 @@
+"""``gepa-runtime container MODULE[:TARGET]``: serve a decorated target over HTTP with uvicorn.
+
+Every flag has an environment variable: ``GEPA_DATASET``, ``GEPA_VERIFIER``,
+``GEPA_SPLITS_FILE``, ``GEPA_CONTAINER_HOST``, ``GEPA_CONTAINER_PORT`` and
+``GEPA_CONTAINER_TOKEN``. Once the socket listens, one line ``serving <id> on
+http://host:port`` goes to stdout (with the real port when ``--port 0``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+from typing import Any
+
+import uvicorn
+
+from container.app import create_app
+from container.loader import load_target
+from schemas import UserError
+
+__all__ = ["add_parser", "serve"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``container``."""
+    env = os.environ.get
+    parser = sub.add_parser(
+        "container",
+        help="serve an @optimize target as a gepa-container/1 task container",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("spec", metavar="MODULE[:TARGET]",
+                        help="dotted module or .py file; TARGET is needed if it has several targets")
+    parser.add_argument("--dataset", default=env("GEPA_DATASET"),
+                        help="JSONL/JSON/CSV file or folder (default: the decorator's dataset=)")
+    parser.add_argument("--verifier", default=env("GEPA_VERIFIER"),
+                        help="verifier JSON file, built-in name or module:function (default: normalized)")
+    parser.add_argument("--splits-file", default=env("GEPA_SPLITS_FILE"),
+                        help='JSON {"train": [...], "val": [...], "holdout": [...]}')
+    parser.add_argument("--host", default=env("GEPA_CONTAINER_HOST", "127.0.0.1"))
+    parser.add_argument("--port", default=env("GEPA_CONTAINER_PORT", "8100"),
+                        help="port to listen on; 0 picks a free one (default 8100)")
+    parser.add_argument("--token", default=env("GEPA_CONTAINER_TOKEN"),
+                        help="require Authorization: Bearer TOKEN on /program and /rollout")
+    parser.add_argument("--log-level", default=env("GEPA_LOG_LEVEL", "info"),
+                        choices=["critical", "error", "warning", "info", "debug"])
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        port = int(args.port)
+    except ValueError:
+        raise UserError(f"--port / GEPA_CONTAINER_PORT must be a number, got {args.port!r}") from None
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port must be in 0..65535, got {port}")
+    target = load_target(args.spec)
+    app = create_app(
+        target, dataset=args.dataset, splits=args.splits_file, verifier=args.verifier,
+        token=args.token or None,
+    )
+    asyncio.run(serve(app, target.id, host=args.host, port=port, log_level=args.log_level))
+    return 0
+
+
+async def serve(app: Any, program_id: str, *, host: str, port: int, log_level: str = "info") -> None:
+    """Run ``app`` with uvicorn until stopped, announcing the address once listening."""
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="off")
+    server = _AnnouncingServer(config, program_id)
+    await server.serve()
+    if not server.announced:
+        raise UserError(f"could not listen on {host}:{port} (see the log above)")
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that prints ``serving <id> on http://host:port`` after binding."""
+
+    def __init__(self, config: uvicorn.Config, program_id: str) -> None:
+        super().__init__(config)
+        self.program_id = program_id
+        self.announced = False
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit or not self.servers:
+            return
+        sock = self.servers[0].sockets[0]
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        print(f"serving {self.program_id} on http://{shown}:{port}", flush=True)
+        self.announced = True

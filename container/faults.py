@@ -1,0 +1,83 @@
+"""How a failure becomes an HTTP answer: the status code, ``Retry-After`` and the error body.
+
+Caller faults are ``RequestRejected`` with their 4xx status. Infrastructure faults raised by
+a target or verifier are retryable: ``openai.RateLimitError`` and ``Retryable(rate_limited=
+True)`` -> 429; connection errors, timeouts, ``openai.InternalServerError`` and other
+``Retryable`` -> 503. Anything else is a 500 naming the exception: never a made-up reward.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import httpx
+import openai
+from starlette.responses import JSONResponse
+
+from schemas import ErrorBody, ErrorDetail, ProtocolViolation, Retryable
+
+__all__ = ["RequestRejected", "error_response", "fault_status"]
+
+
+class RequestRejected(ProtocolViolation):
+    """The request is the caller's fault (or not authorized); answered with a 4xx, not retried."""
+
+    def __init__(
+        self, status: int, kind: str, message: str, *, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message, status=status)
+        self.kind = kind
+        self.headers = headers or {}
+
+
+def fault_status(exc: BaseException) -> tuple[int, str | None]:
+    """``(status, Retry-After or None)`` for an exception raised while serving a rollout."""
+    if isinstance(exc, RequestRejected):
+        return exc.status or 400, None
+    if isinstance(exc, Retryable):
+        return (429 if exc.rate_limited else 503), _seconds(exc.retry_after)
+    if isinstance(exc, openai.RateLimitError):
+        return 429, _retry_after(exc.response)
+    if isinstance(exc, openai.InternalServerError):
+        return 503, _retry_after(exc.response)
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError | TimeoutError):
+        return 503, None  # APITimeoutError is an APIConnectionError
+    return 500, None
+
+
+def error_response(exc: BaseException) -> JSONResponse:
+    """The ``{"error": {"type", "message"}}`` answer for ``exc``."""
+    status, retry_after = fault_status(exc)
+    headers = dict(exc.headers) if isinstance(exc, RequestRejected) else {}
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
+    kind = exc.kind if isinstance(exc, RequestRejected) else type(exc).__name__
+    return error_json(status, kind, str(exc) or kind, headers=headers)
+
+
+def error_json(
+    status: int, kind: str, message: str, *, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """An error answer with the protocol's body."""
+    body = ErrorBody(error=ErrorDetail(type=kind, message=message))
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def _seconds(value: float | None) -> str | None:
+    if value is None or value != value or value < 0:
+        return None
+    return str(math.ceil(value))
+
+
+def _retry_after(response: Any) -> str | None:
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    if headers.get("retry-after-ms"):
+        try:
+            return _seconds(float(headers["retry-after-ms"]) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    return value.strip() if value else None

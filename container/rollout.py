@@ -1,0 +1,98 @@
+"""Serve one ``POST /rollout``: resolve the seed and candidate, run the target, score it."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import replace
+from typing import Any
+
+import anyio.to_thread
+from pydantic_core import to_jsonable_python
+
+from container.faults import RequestRejected
+from container.program import ServedProgram
+from container.results import AgentResult, coerce_result
+from container.task import Candidate, Task
+from container.target import Target
+from schemas import RolloutRequest, RolloutResponse, Trace, Usage
+
+__all__ = ["call_target", "run_rollout"]
+
+
+async def run_rollout(served: ServedProgram, request: RolloutRequest) -> RolloutResponse:
+    """Run and score one rollout; caller faults raise ``RequestRejected`` (404/422)."""
+    task, candidate = _resolve(served, request)
+    started = time.perf_counter()
+    value = await call_target(served.target, task, candidate)
+    measured_ms = (time.perf_counter() - started) * 1000
+    result = coerce_result(value, target_id=served.target.id)
+    score = await served.verifier.score(task, result)
+    return RolloutResponse(
+        reward=score.score,
+        objectives={"reward": score.score},
+        output=to_jsonable_python(result.output, fallback=str),
+        feedback=score.feedback,
+        trace=_trace(result) if request.return_trace else Trace(),
+        usage=Usage(
+            input_tokens=result.input_tokens or 0,
+            output_tokens=result.output_tokens or 0,
+            cost_usd=result.cost_usd or 0.0,
+            latency_ms=result.latency_ms if result.latency_ms is not None else measured_ms,
+        ),
+    )
+
+
+async def call_target(target: Target, task: Task, candidate: Candidate) -> Any:
+    """Call the target: awaited when async, in a worker thread when sync."""
+    fn = target.fn
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+        return await fn(task, candidate)
+    value = await anyio.to_thread.run_sync(fn, task, candidate)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+def _resolve(served: ServedProgram, request: RolloutRequest) -> tuple[Task, Candidate]:
+    task = served.dataset.get(request.seed)
+    if task is None:
+        raise RequestRejected(
+            404, "UnknownSeed",
+            f"unknown seed {request.seed!r}; program {served.target.id!r} has "
+            f"{len(served.dataset)} seeds, listed by GET /program",
+        )
+    expected = served.target.component_names
+    missing = [n for n in expected if n not in request.candidate]
+    unknown = [n for n in request.candidate if n not in expected]
+    if missing or unknown:
+        problems = []
+        if missing:
+            problems.append(f"missing component(s): {', '.join(missing)}")
+        if unknown:
+            problems.append(f"unknown component(s): {', '.join(unknown)}")
+        raise RequestRejected(
+            422, "ComponentMismatch",
+            f"candidate {'; '.join(problems)}; the program's components are: {', '.join(expected)}",
+        )
+    task = replace(task, split=served.splits.split_of(task.name))
+    candidate = Candidate(
+        components={n: request.candidate[n] for n in expected},
+        candidate_id=request.candidate_id,
+        model=request.policy.model,
+    )
+    return task, candidate
+
+
+def _trace(result: AgentResult) -> Trace:
+    trace = result.trace or Trace()
+    events = list(trace.events)
+    if result.trace_id is not None or result.metadata:
+        events.append(
+            {"type": "agent_result", "trace_id": result.trace_id, "metadata": result.metadata or {}}
+        )
+    return Trace.model_validate(to_jsonable_python({
+        "messages": [*trace.messages, *(result.messages or [])],
+        "tool_calls": trace.tool_calls,
+        "events": events,
+    }, fallback=str))

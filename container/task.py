@@ -1,0 +1,66 @@
+"""What a target receives for one rollout: the ``Task`` (one dataset row) and the ``Candidate``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas import UserError
+
+__all__ = ["Candidate", "Task"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One dataset row, named by a stable seed name.
+
+    ``input`` is what the agent works on, ``expected`` what the verifier compares against
+    (``None`` when the dataset has no such column), ``split`` is ``train``, ``val``,
+    ``holdout`` or ``None`` for a row in no split.
+    """
+
+    name: str
+    input: Any
+    expected: Any = None
+    instruction: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    split: str | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        """The row content that defines this task (what the fingerprint hashes)."""
+        return {
+            "name": self.name,
+            "input": self.input,
+            "expected": self.expected,
+            "instruction": self.instruction,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The text of every component for this rollout, plus who asks and with which model.
+
+    ``model`` is the rollout request's ``policy.model``: ``None`` means "use the container's
+    own default student model".
+    """
+
+    components: Mapping[str, str]
+    candidate_id: str = ""
+    model: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The single component's text; an error naming the components when there are several."""
+        if len(self.components) != 1:
+            names = ", ".join(sorted(self.components))
+            raise UserError(
+                f"candidate.text needs a single-component program, this one has {names}; "
+                "use candidate.components[name] instead"
+            )
+        return next(iter(self.components.values()))
+
+    def __getitem__(self, name: str) -> str:
+        """``candidate["system_prompt"]``: the text of one component."""
+        return self.components[name]

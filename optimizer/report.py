@@ -1,0 +1,102 @@
+"""``report.md``: the evidence packet rendered for people (a pure function of the packet)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["promotion_summary", "render_report"]
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def promotion_summary(packet: dict[str, Any]) -> str:
+    """The verdict in a few lines (also printed by the CLI at the end of a run)."""
+    promo, base, best = packet["promotion"], packet["baseline"], packet["best"]
+    verdict = "PROMOTED" if promo["promoted"] else "NOT PROMOTED"
+    split = promo["selection_split"]
+    lines = [
+        f"{verdict}: best {best['candidate_id']} vs baseline {base['candidate_id']} on {promo['n']} holdout seeds",
+        f"  holdout: baseline {_pct(base['holdout'])} -> best {_pct(best['holdout'])}  "
+        f"(lift {promo['lift']:+.3f}, 95% CI [{promo['ci_low']:+.3f}, {promo['ci_high']:+.3f}], "
+        f"min improvement {promo['min_improvement']:+.3f})",
+        f"  train:   baseline {_pct(base['train'])} -> best {_pct(best['train'])}  (best chosen on {split})",
+        f"  rollouts: {packet['rollouts']['paid']} paid, {packet['rollouts']['cached']} cached, "
+        f"{packet['rollouts']['errors']} errors, {packet['rollouts']['retries']} retries; "
+        f"cost ${packet['usage']['total_cost_usd']:.4f}",
+    ]
+    if not promo["significant"] and promo["promoted"]:
+        lines.append("  note: the interval includes 0; more holdout seeds would make the lift certain")
+    return "\n".join(lines)
+
+
+def render_report(packet: dict[str, Any]) -> str:
+    """Markdown report: verdict, scores, diff, lineage, per-seed wins, usage, traces."""
+    best, base = packet["best"], packet["baseline"]
+    out = [
+        f"# GEPA run {packet['run_id']}: {packet['program']['program_id']}",
+        "",
+        f"Status: **{packet['status']}**. Stop reason: {packet.get('stop_reason') or 'n/a'}.",
+        "",
+        "## Verdict",
+        "",
+        "```",
+        promotion_summary(packet),
+        "```",
+        "",
+        "## Scores",
+        "",
+        "| candidate | train | val | holdout |",
+        "|---|---|---|---|",
+        f"| baseline `{base['candidate_id']}` | {_pct(base['train'])} | {_pct(base['val'])} | {_pct(base['holdout'])} |",
+        f"| best `{best['candidate_id']}` | {_pct(best['train'])} | {_pct(best['val'])} | {_pct(best['holdout'])} |",
+        "",
+        "## Prompt diff (baseline -> best)",
+        "",
+        "```diff",
+        packet["diff"] or "(no change: the baseline is still the best candidate)",
+        "```",
+        "",
+        "## Best prompt",
+        "",
+    ]
+    for name, text in best["components"].items():
+        out += [f"### {name}", "", "```", text, "```", ""]
+    out += ["## Lineage", "", " -> ".join(f"`{c}`" for c in best["lineage"]), ""]
+    out += ["## Candidates", "", "| id | origin | parents | train | holdout | rationale |", "|---|---|---|---|---|---|"]
+    for c in packet["candidates"]:
+        why = (c["rationale"] or "").replace("\n", " ").replace("|", "/")[:160]
+        out.append(
+            f"| `{c['candidate_id']}` | {c['origin']} | {', '.join(c['parents']) or '-'} | "
+            f"{_pct(c['train'])} | {_pct(c['holdout'])} | {why} |"
+        )
+    out += ["", "## Per-seed wins on train (Pareto frontier)", "", "| seed | winners |", "|---|---|"]
+    for seed, winners in packet["frontier"]["train_seeds"].items():
+        out.append(f"| {seed} | {', '.join(f'`{w}`' for w in winners) or '-'} |")
+    usage = packet["usage"]
+    out += [
+        "",
+        "## Usage",
+        "",
+        f"- student: {usage['student']['rollouts']} paid rollouts, {usage['student']['input_tokens']} in / "
+        f"{usage['student']['output_tokens']} out tokens, ${usage['student']['cost_usd']:.4f}",
+        f"- proposer: {usage['proposer']['calls']} calls, {usage['proposer']['input_tokens']} in / "
+        f"{usage['proposer']['output_tokens']} out tokens, ${usage['proposer']['cost_usd']:.4f}",
+        "",
+        "## Representative traces",
+        "",
+    ]
+    for trace in packet["traces"]:
+        out += [
+            f"### {trace['seed']} ({trace['why']}; best {trace['reward']}, baseline {trace['baseline_reward']})",
+            "",
+            f"Feedback: {trace['feedback']}",
+            "",
+            "```json",
+            json.dumps(trace["trace"], indent=2)[:3000],
+            "```",
+            "",
+        ]
+    return "\n".join(out)

@@ -1,0 +1,251 @@
+"""Run lifecycle: one config in, a result out.
+
+Phases: ``evaluating_baseline -> searching -> evaluating_best -> finalizing -> completed``
+(or ``failed``), each transition an event. ``run_optimization`` creates a run or resumes one
+by id; a resumed run replays its logged iterations from the workspace and pays for no
+finished rollout twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from optimizer.budget import Budget, final_reserve, resolve_metric_calls
+from optimizer.client import ContainerClient, RetryPolicy
+from optimizer.dispatch import ErrorGate, RolloutQueue
+from optimizer.events import EventSink, Listener
+from optimizer.evidence import EvidenceInputs, write_evidence
+from optimizer.promotion import select_and_promote
+from optimizer.search import GepaSearch, ProposerLike, SearchDeps
+from optimizer.state import SearchState
+from proposer import ComponentSpec, Proposer, ProposerConfig
+from schemas import (
+    CandidateRecord,
+    GepaError,
+    ModelUsage,
+    Policy,
+    Program,
+    RunConfig,
+    RunRecord,
+    UserError,
+    candidate_id_for,
+    content_hash,
+)
+from workspace import Workspace
+
+__all__ = ["RunResult", "run_optimization"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished run produced."""
+
+    run_id: str
+    status: str
+    best_candidate_id: str
+    baseline_candidate_id: str
+    promoted: bool
+    evidence_dir: Path
+    evidence: dict[str, Any]
+
+
+def _proposer_usage(proposer: ProposerLike) -> ModelUsage:
+    usage = getattr(proposer, "total_usage", None)
+    return usage if isinstance(usage, ModelUsage) else ModelUsage()
+
+
+def _check_budget_floor(limit: int | None, program: Program, reserve: int) -> None:
+    if limit is None:
+        return
+    floor = len(program.seeds.train) + len(program.seeds.holdout) + reserve
+    if limit < floor:
+        raise UserError(
+            f"max_metric_calls={limit} is below the {floor} rollouts a run needs at least "
+            f"(baseline on {len(program.seeds.train)} train + {len(program.seeds.holdout)} holdout seeds, "
+            f"plus {reserve} for heldout selection): raise --max-metric-calls or use --auto light"
+        )
+
+
+class _Run:
+    """One execution of a run record; holds what the phases share."""
+
+    def __init__(
+        self, config: RunConfig, record: RunRecord, workspace: Workspace, proposer: ProposerLike | None,
+        http: httpx.AsyncClient | None, listeners: list[Listener],
+    ) -> None:
+        self.config = config
+        self.record = record
+        self.workspace = workspace
+        self.proposer = proposer
+        self.http = http
+        self.events = EventSink(workspace, record.run_id)
+        for listener in listeners:
+            self.events.subscribe(listener)
+        self.rng = random.Random(config.seed)
+        self.started = time.time()
+
+    async def phase(self, phase: str, **fields: Any) -> None:
+        await self.workspace.update_run(self.record.run_id, phase=phase, **fields)  # type: ignore[arg-type]
+        await self.events.emit("phase", {"phase": phase})
+
+    async def execute(self) -> RunResult:
+        cfg, run_id = self.config, self.record.run_id
+        token = cfg.container_token.get_secret_value() if cfg.container_token else None
+        client = ContainerClient(
+            cfg.containers, token=token, http=self.http, rng=random.Random(cfg.seed + 7919),
+            policy=RetryPolicy(max_retries=cfg.max_retries, base_delay_s=cfg.retry_base_delay_s, timeout_s=cfg.rollout_timeout_s),
+            max_connections=max(cfg.concurrency * 2, 16),
+        )
+        try:
+            await client.check_health()
+            program = await client.program()
+            return await self._with_program(client, program)
+        finally:
+            await client.aclose()
+
+    async def _with_program(self, client: ContainerClient, program: Program) -> RunResult:
+        cfg, run_id = self.config, self.record.run_id
+        seeds = program.seeds
+        if not seeds.train:
+            raise UserError(f"program {program.program_id!r} has no train seeds: give the container a train split")
+        if not seeds.holdout:
+            raise UserError(f"program {program.program_id!r} has no holdout seeds: give the container a holdout split")
+        limit = resolve_metric_calls(cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val))
+        if limit is None:
+            raise UserError("no budget: pass --max-metric-calls N or --auto light|medium|heavy")
+        reserve = final_reserve(cfg.holdout_top_k, len(seeds.val or seeds.holdout)) + (len(seeds.holdout) * 2 if seeds.val else 0)
+        _check_budget_floor(limit, program, reserve)
+        budget = Budget(max_calls=limit, max_cost_usd=cfg.max_cost_usd, reserve_final=reserve)
+        counts = await self.workspace.count_trials(run_id)
+        budget.paid, budget.errors = counts.get("paid", 0), counts.get("errors", 0)
+        await self.workspace.update_run(run_id, program_id=program.program_id, fingerprint=program.fingerprint, status="running")
+        await self.events.emit("program", {
+            "program_id": program.program_id, "fingerprint": program.fingerprint,
+            "components": [c.name for c in program.components],
+            "seeds": {"train": len(seeds.train), "val": len(seeds.val), "holdout": len(seeds.holdout)},
+            "budget": {"max_metric_calls": limit, "reserve_final": reserve, "max_cost_usd": cfg.max_cost_usd},
+        })
+        proposer = self.proposer or Proposer(ProposerConfig.from_run_config(cfg), rng=random.Random(cfg.seed + 104729))
+        state = SearchState(train_seeds=tuple(seeds.train))
+        stored = self.record.state.get("proposals", {})
+        state.proposals.update({str(k): v for k, v in stored.items()})
+        baseline = program.baseline()
+        base = CandidateRecord(
+            run_id=run_id, candidate_id=candidate_id_for(baseline), content_hash=content_hash(baseline),
+            components=baseline, origin="seed",
+        )
+        await self.workspace.add_candidate(base)
+        for record in await self.workspace.list_candidates(run_id):
+            state.add(record)
+        state.add(base)
+
+        async def checkpoint() -> None:
+            await self.workspace.update_run(run_id, state={"proposals": state.proposals, "budget": budget.snapshot()})
+
+        policy = Policy(model=cfg.task_model)
+        async with RolloutQueue(
+            client=client, workspace=self.workspace, run_id=run_id, program=program, budget=budget,
+            events=self.events, concurrency=cfg.concurrency, policy=policy,
+            error_gate=ErrorGate(max_rate=cfg.max_error_rate),
+        ) as queue:
+            await self.phase("evaluating_baseline")
+            train = await queue.evaluate(base.candidate_id, baseline, seeds.train, final=True)
+            holdout = await queue.evaluate(base.candidate_id, baseline, seeds.holdout, final=True)
+            state.set_train(base.candidate_id, {s: r.reward for s, r in train.items()})
+            state.holdout[base.candidate_id] = {s: r.reward for s, r in holdout.items() if r.reward is not None}
+            await self.events.emit("scored", {"candidate_id": base.candidate_id, "split": "train", "mean": state.train_mean(base.candidate_id)})
+            await self.phase("searching")
+            search = GepaSearch(SearchDeps(
+                config=cfg, run_id=run_id, workspace=self.workspace, queue=queue, proposer=proposer,
+                budget=budget, events=self.events, rng=self.rng, state=state,
+                components=tuple(ComponentSpec(c.name, c.kind, c.description) for c in program.components),
+                description=program.description, checkpoint=checkpoint,
+                proposer_cost=lambda: _proposer_usage(proposer).cost_usd,
+            ))
+            try:
+                stop = await search.run()
+            finally:
+                if self.proposer is None and isinstance(proposer, Proposer):
+                    await proposer.aclose()
+            await self.events.emit("search_stopped", {"reason": stop, "budget": budget.snapshot()})
+            await self.phase("evaluating_best")
+            promotion = await select_and_promote(
+                queue=queue, state=state, baseline_id=base.candidate_id, val_seeds=seeds.val,
+                holdout_seeds=seeds.holdout, top_k=cfg.holdout_top_k, min_improvement=cfg.min_holdout_improvement,
+                rng=random.Random(cfg.seed + 1), events=self.events,
+            )
+            await self.phase("finalizing")
+            await checkpoint()
+            folder, packet = await write_evidence(EvidenceInputs(
+                run_id=run_id, status="completed", config=self.record.config, program=program, state=state,
+                baseline_id=base.candidate_id, promotion=promotion, budget=budget,
+                proposer_usage=_proposer_usage(proposer), stop_reason=stop, started_at=self.started,
+            ), self.workspace, queue)
+        await self.workspace.update_run(run_id, status="completed", phase="completed")
+        await self.events.emit("phase", {"phase": "completed", "evidence_dir": str(folder), "promoted": promotion.promoted})
+        return RunResult(
+            run_id=run_id, status="completed", best_candidate_id=promotion.best_id,
+            baseline_candidate_id=base.candidate_id, promoted=promotion.promoted,
+            evidence_dir=folder, evidence=packet,
+        )
+
+
+def _merge_secrets(stored: dict[str, Any], given: RunConfig | None) -> RunConfig:
+    data = {k: v for k, v in stored.items() if v != "***"}
+    if given is not None and given.container_token is not None:
+        data["container_token"] = given.container_token.get_secret_value()
+    return RunConfig.model_validate(data)
+
+
+async def run_optimization(
+    config: RunConfig | None = None,
+    *,
+    workspace: Workspace | str | Path = ".gepa",
+    run_id: str | None = None,
+    proposer: ProposerLike | None = None,
+    http: httpx.AsyncClient | None = None,
+    on_event: Callable[..., None] | None = None,
+) -> RunResult:
+    """Run (or resume, with ``run_id``) a GEPA optimization and write its evidence packet.
+
+    ``config`` is required for a new run; for a resumed run the stored config is used and
+    ``config`` only supplies secrets (the container token), which are never stored.
+    """
+    owns = not isinstance(workspace, Workspace)
+    ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace
+    if owns:
+        await ws.open()
+    try:
+        if run_id is None:
+            if config is None:
+                raise UserError("a new run needs a config (containers, reflection model, budget)")
+            record = await ws.create_run(config)
+            cfg = config
+        else:
+            record = await ws.get_run(run_id)
+            if record.status == "completed":
+                raise UserError(f"run {run_id} already completed; see {ws.run_dir(run_id)}")
+            cfg = _merge_secrets(record.config, config)
+            if config is not None and config.containers:
+                cfg = cfg.model_copy(update={"containers": config.containers})
+        run = _Run(cfg, record, ws, proposer, http, [on_event] if on_event else [])
+        try:
+            return await run.execute()
+        except (GepaError, OSError, httpx.HTTPError) as exc:
+            await ws.update_run(record.run_id, status="failed", phase="failed", error=str(exc))
+            await run.events.emit("phase", {"phase": "failed", "error": str(exc)})
+            raise
+        except asyncio.CancelledError:
+            await asyncio.shield(ws.update_run(record.run_id, status="cancelled", error="cancelled"))
+            raise
+    finally:
+        if owns:
+            await ws.close()

@@ -1,0 +1,63 @@
+"""In-memory state of one search: candidates, their scores per split, the frontier.
+
+Scores are derived from rollouts (which live in the workspace) and can always be rebuilt
+from the cache; this object only keeps them at hand. Mutated by one event loop; the search
+serialises its read-modify-write steps with its own lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from optimizer.frontier import Frontier, build_frontier, mean_score
+from schemas import CandidateRecord
+
+__all__ = ["SearchState"]
+
+
+@dataclass
+class SearchState:
+    """Candidates in creation order and their rewards per split (``None``: errored)."""
+
+    train_seeds: tuple[str, ...]
+    candidates: dict[str, CandidateRecord] = field(default_factory=dict)
+    train: dict[str, dict[str, float]] = field(default_factory=dict)  # fully evaluated only
+    minibatch: dict[str, dict[str, float]] = field(default_factory=dict)
+    holdout: dict[str, dict[str, float]] = field(default_factory=dict)
+    val: dict[str, dict[str, float]] = field(default_factory=dict)
+    proposals: dict[str, str | None] = field(default_factory=dict)  # iteration -> candidate or None
+    frontier: Frontier = field(default_factory=lambda: Frontier(winners={}, best={}))
+    best_history: list[tuple[float, str, float]] = field(default_factory=list)
+
+    def add(self, record: CandidateRecord) -> None:
+        """Register a candidate (idempotent)."""
+        self.candidates.setdefault(record.candidate_id, record)
+
+    def order(self) -> list[str]:
+        """Candidate ids in creation order."""
+        return list(self.candidates)
+
+    def set_train(self, candidate_id: str, scores: Mapping[str, float | None]) -> Frontier:
+        """Record a full train evaluation and rebuild the frontier."""
+        self.train[candidate_id] = {s: v for s, v in scores.items() if v is not None}
+        self.frontier = build_frontier(self.train, self.train_seeds, self.order())
+        return self.frontier
+
+    def train_mean(self, candidate_id: str) -> float | None:
+        """Mean train reward over seeds that scored."""
+        scores = self.train.get(candidate_id)
+        return mean_score(scores, self.train_seeds) if scores is not None else None
+
+    def best(self) -> tuple[str, float] | None:
+        """The candidate with the best train mean so far (earliest wins ties)."""
+        ranked = self.ranked()
+        return ranked[0] if ranked else None
+
+    def ranked(self, among: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """Fully evaluated candidates by train mean, best first; ties keep creation order."""
+        ids = among if among is not None else self.order()
+        pairs = [(cid, self.train_mean(cid)) for cid in ids if cid in self.train]
+        scored = [(cid, m) for cid, m in pairs if m is not None]
+        rank = {cid: i for i, cid in enumerate(self.order())}
+        return sorted(scored, key=lambda p: (-p[1], rank[p[0]]))

@@ -1,0 +1,237 @@
+"""The reflection model client: OpenAI-compatible chat completions through ``openai.AsyncOpenAI``.
+
+Routing: ``openrouter/<model>`` goes to OpenRouter (``https://openrouter.ai/api/v1``, model
+name without the prefix, key from ``OPENROUTER_API_KEY``); any other model goes to
+``base_url`` (OpenAI when unset). The key is read from the environment when the client is
+built and kept only inside the ``AsyncOpenAI`` instance. A local ``base_url`` (127.0.0.1,
+localhost) may run without a key. Retries on 429/5xx/timeouts with exponential backoff are
+the ``openai`` client's own (``max_retries``; it honours ``Retry-After``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import openai
+
+from proposer.pricing import cost_usd, price_for
+from proposer.types import ProposerConfig
+from schemas.exceptions import ProposerError, UserError
+from schemas.records import ModelUsage
+
+__all__ = [
+    "ChatReply",
+    "Endpoint",
+    "ModelClient",
+    "ToolCall",
+    "ToolsUnsupported",
+    "UsageMeter",
+    "resolve_endpoint",
+]
+
+OPENROUTER_URL = "https://openrouter.ai/api/v1"
+OPENROUTER_KEY_ENV = "OPENROUTER_API_KEY"
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+# Reasoning models take max_completion_tokens (which also counts hidden reasoning tokens)
+# and only their default temperature.
+_REASONING = re.compile(r"^(o\d|gpt-5)")
+_REASONING_HEADROOM = 4
+
+
+class ToolsUnsupported(ProposerError):
+    """The endpoint rejected a request carrying ``tools`` (a 4xx about tools/functions)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and as what the model is called, after routing."""
+
+    base_url: str | None
+    model: str
+    api_key_env: str
+    local: bool
+
+
+def resolve_endpoint(config: ProposerConfig) -> Endpoint:
+    """Apply the ``openrouter/`` routing rule and classify the URL as local or remote."""
+    base_url, model, key_env = config.base_url, config.model, config.api_key_env
+    if model.startswith("openrouter/"):
+        model = model.removeprefix("openrouter/")
+        base_url = base_url or OPENROUTER_URL
+        if key_env == ProposerConfig.api_key_env:  # the default: OpenRouter has its own key
+            key_env = OPENROUTER_KEY_ENV
+    host = urlsplit(base_url).hostname if base_url else None
+    return Endpoint(base_url, model, key_env, local=host in _LOCAL_HOSTS)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for; ``arguments`` is its raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """One chat completion: the text, tool calls, why it stopped, and what it cost."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str
+    usage: ModelUsage
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The reply as an assistant message to send back in the next request."""
+        # With tool calls an empty content must be null; without, some servers reject null.
+        content = self.content or (None if self.tool_calls else "")
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return message
+
+
+class ModelClient:
+    """Chat completions against one endpoint, with usage and cost per call."""
+
+    def __init__(
+        self,
+        config: ProposerConfig,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        env = os.environ if environ is None else environ
+        self.endpoint = resolve_endpoint(config)
+        key = env.get(self.endpoint.api_key_env)
+        if not key:
+            if not self.endpoint.local:
+                where = self.endpoint.base_url or "api.openai.com"
+                raise UserError(
+                    f"environment variable {self.endpoint.api_key_env} is not set: it must hold "
+                    f"the API key for the reflection model at {where}"
+                )
+            key = "sk-local-no-key"  # local servers ignore the key but the client wants one
+        self._config = config
+        self._price = None if self.endpoint.local else price_for(self.endpoint.model)
+        self._reasoning = bool(_REASONING.match(self.endpoint.model.rsplit("/", 1)[-1]))
+        headers = {"X-Title": "gepa-runtime"} if self.endpoint.base_url == OPENROUTER_URL else None
+        self._client = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self.endpoint.base_url,
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+            default_headers=headers,
+            http_client=http_client,
+        )
+
+    @property
+    def model(self) -> str:
+        """The model name sent on the wire (routing prefix removed)."""
+        return self.endpoint.model
+
+    @property
+    def cost_known(self) -> bool:
+        """Whether the price table knows this model (never for local endpoints)."""
+        return self._price is not None
+
+    async def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatReply:
+        """One completion. Raises ``ToolsUnsupported``, ``ProposerError`` or ``UserError``."""
+        limit = max_tokens or self._config.max_tokens
+        kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": list(messages)}
+        if self._reasoning:
+            kwargs["max_completion_tokens"] = limit * _REASONING_HEADROOM
+        else:
+            kwargs["max_tokens"] = limit
+            kwargs["temperature"] = self._config.temperature
+        if tools:
+            kwargs["tools"] = list(tools)
+        try:
+            response = await self._client.chat.completions.create(**kwargs)
+        except openai.AuthenticationError as exc:
+            raise UserError(
+                f"the reflection model endpoint rejected the key in {self.endpoint.api_key_env}: "
+                f"{exc.message}"
+            ) from exc
+        except openai.APIStatusError as exc:
+            text = f"{exc.message} {exc.body}".lower()
+            if tools and exc.status_code in (400, 422) and ("tool" in text or "function" in text):
+                raise ToolsUnsupported(f"endpoint rejected tools: {exc.message}") from exc
+            raise ProposerError(
+                f"reflection model call failed with HTTP {exc.status_code}: {exc.message}"
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise ProposerError(
+                f"reflection model timed out after {self._config.timeout_s:g}s "
+                f"({self._config.max_retries} retries)"
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise ProposerError(f"cannot reach the reflection model: {exc.message}") from exc
+        return self._reply(response, messages)
+
+    def _reply(self, response: Any, messages: Sequence[Mapping[str, Any]]) -> ChatReply:
+        if not response.choices:
+            raise ProposerError("reflection model returned no choices")
+        choice = response.choices[0]
+        content = choice.message.content or ""
+        calls = tuple(
+            ToolCall(c.id, c.function.name, c.function.arguments or "")
+            for c in (choice.message.tool_calls or ())
+            if getattr(c, "function", None) is not None
+        )
+        if response.usage is not None:
+            tokens_in, tokens_out = response.usage.prompt_tokens, response.usage.completion_tokens
+        else:  # some local servers omit usage: estimate at ~4 characters per token
+            tokens_in = sum(len(str(m.get("content") or "")) for m in messages) // 4
+            tokens_out = (len(content) + sum(len(c.arguments) for c in calls)) // 4
+        usage = ModelUsage(
+            calls=1,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost_usd=cost_usd(self._price, tokens_in, tokens_out),
+        )
+        return ChatReply(content, calls, choice.finish_reason or "stop", usage)
+
+    async def aclose(self) -> None:
+        """Close the underlying HTTP connections."""
+        await self._client.close()
+
+
+class UsageMeter:
+    """Sums the usage of every call made for one proposal, even one that ends in an error."""
+
+    def __init__(self, client: ModelClient) -> None:
+        self.client = client
+        self.usage = ModelUsage()
+
+    @property
+    def tokens(self) -> int:
+        """Input plus output tokens spent so far."""
+        return self.usage.input_tokens + self.usage.output_tokens
+
+    async def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> ChatReply:
+        """``client.chat`` with the reply's usage added to ``usage``."""
+        reply = await self.client.chat(messages, tools=tools)
+        self.usage = self.usage + reply.usage
+        return reply

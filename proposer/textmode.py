@@ -1,0 +1,141 @@
+"""Text mode: one request carrying the evidence, the new text returned in delimited blocks.
+
+For models that cannot call tools (Qwen2.5-Coder behind llama.cpp, whose chat template
+does not produce OpenAI ``tool_calls``). The answer holds ``<<<COMPONENT name`` ... ``>>>``
+blocks and a ``RATIONALE:`` line; with exactly one target component a single fenced
+block is accepted too. Parsing is lenient about what small models get wrong (a missing
+closing marker, a fence inside the block) and strict about what matters: no block, no
+candidate.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from proposer.brief import Brief, evidence_for
+from proposer.client import UsageMeter
+from proposer.prompts import (
+    GUIDELINES,
+    TEXT_SYSTEM,
+    components_section,
+    frontier_section,
+    output_format,
+    wins_table,
+)
+from proposer.types import ProposerConfig
+from schemas.exceptions import ProposalRejected
+
+__all__ = ["parse_reply", "run_text", "text_messages"]
+
+_OPEN = re.compile(r"^[ \t]*<<<[ \t]*COMPONENT[ \t:]+`?([\w.\-]+)`?[ \t]*>{0,3}[ \t]*$", re.M | re.I)
+_CLOSE = re.compile(r"^[ \t]*>>>[ \t]*$", re.M)
+_RATIONALE = re.compile(r"^[ \t*#]*RATIONALE[ \t*]*:[ \t*]*(.*)$", re.M | re.I | re.S)
+_FENCE = re.compile(r"^[ \t]*```[^\n`]*$", re.M)
+_PLACEHOLDER = "(the complete new text of"
+
+
+def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> list[dict[str, Any]]:
+    """The system and user messages of a text-mode request (mutation or merge)."""
+    evidence = evidence_for(brief, budget_tokens=config.evidence_token_budget, rng=rng)
+    cap = config.max_prompt_chars
+    head = f"# The program\n{brief.program_description or '(no description given)'}"
+    if brief.kind == "merge":
+        a, b = brief.parents
+        body = [
+            head,
+            f"# Two candidates to merge\nCandidate A ({a.candidate_id}) and candidate B "
+            f"({b.candidate_id}) are both on the Pareto frontier: each is the best on some "
+            f"training examples where the other is not. Per-seed scores where either wins:\n"
+            f"{wins_table(a, b)}",
+            "# Components of candidate A\n" + components_section(brief.specs, a.components, brief.targets),
+            "# The differing components in candidate B\n"
+            + components_section(
+                [s for s in brief.specs if s.name in brief.targets], b.components, (), role="B's version"
+            ),
+            evidence,
+            f"# Your task\nWrite one version of {_names(brief.targets)} that keeps what makes A "
+            f"win on its seeds and what makes B win on its seeds. Find the instruction in each "
+            f"version that explains its wins and combine them into one coherent text; where they "
+            f"conflict, keep the more general rule. Do not simply concatenate the two versions: "
+            f"remove duplication.\n\n{GUIDELINES}",
+        ]
+    else:
+        parent = brief.parents[0]
+        body = [
+            head,
+            "# Components\n" + components_section(brief.specs, brief.base, brief.targets),
+            f"# How the current version (candidate {parent.candidate_id}) did on a minibatch\n{evidence}",
+            frontier_section(brief.frontier, parent.candidate_id),
+            f"# Your task\nImprove {_names(brief.targets)} so that the student gets failures like "
+            f"these right, on these inputs and on unseen ones like them, while keeping its "
+            f"successes.\n\n{GUIDELINES}",
+        ]
+    body.append(output_format(brief.targets, cap))
+    user = "\n\n".join(part for part in body if part)
+    return [{"role": "system", "content": TEXT_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _names(targets: tuple[str, ...]) -> str:
+    return ", ".join(f"`{t}`" for t in targets)
+
+
+def _unfence(text: str) -> str:
+    stripped = text.strip()
+    lines = stripped.splitlines()
+    if len(lines) >= 2 and _FENCE.match(lines[0]) and lines[-1].strip() == "```":
+        return "\n".join(lines[1:-1]).strip()
+    return stripped
+
+
+def parse_reply(content: str, targets: tuple[str, ...]) -> tuple[dict[str, str], str]:
+    """The component texts and rationale in a text-mode answer.
+
+    Returns only blocks naming a target (the last block wins when one is repeated); raises
+    ``ProposalRejected("no_submission")`` when there is none.
+    """
+    found: dict[str, str] = {}
+    opens = list(_OPEN.finditer(content))
+    for i, match in enumerate(opens):
+        end = opens[i + 1].start() if i + 1 < len(opens) else len(content)
+        body = content[match.end() : end]
+        for stop in (_CLOSE.search(body), _RATIONALE.search(body)):
+            if stop:
+                body = body[: stop.start()]
+        body = _unfence(body)
+        if match.group(1) in targets and not body.startswith(_PLACEHOLDER):
+            found[match.group(1)] = body
+    first = opens[0].start() if opens else len(content)
+    if not opens and len(targets) == 1:
+        fences = list(_FENCE.finditer(content))
+        if len(fences) >= 2:  # the last fenced block: models often draft, then finalize
+            found[targets[0]] = content[fences[-2].end() : fences[-1].start()].strip()
+            first = fences[-2].start()
+    if not found:
+        raise ProposalRejected(
+            "no_submission",
+            f"the answer has no <<<COMPONENT block for {', '.join(targets)} "
+            f"(starts with {content[:120]!r})",
+        )
+    rationale_match = _RATIONALE.search(content)
+    if rationale_match:
+        rationale = rationale_match.group(1)
+        block = _OPEN.search(rationale)
+        rationale = rationale[: block.start() if block else None].strip()
+    else:  # the reasoning before the blocks says why, if nothing else does
+        rationale = content[:first].strip()
+    return found, rationale[:1500] or "(no rationale given)"
+
+
+async def run_text(
+    meter: UsageMeter, brief: Brief, config: ProposerConfig, rng: random.Random
+) -> tuple[dict[str, str], str]:
+    """One text-mode request; the new full component mapping and the rationale."""
+    reply = await meter.chat(text_messages(brief, config, rng))
+    if reply.finish_reason == "length":
+        raise ProposalRejected(
+            "cut_off", f"the answer was cut off at max_tokens={config.max_tokens} before it ended"
+        )
+    changed, rationale = parse_reply(reply.content, brief.targets)
+    return {**brief.base, **changed}, rationale

@@ -1,0 +1,71 @@
+"""Pareto frontier, parent sampling and merge pairing (pure, no I/O)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from optimizer.frontier import build_frontier, complementary_pairs, dominates, mean_score, sample_parent
+
+SEEDS = ["s1", "s2", "s3", "s4"]
+
+
+def test_winners_per_seed_keep_ties_and_best_scores() -> None:
+    scores = {"a": {"s1": 1, "s2": 0, "s3": 0, "s4": 1}, "b": {"s1": 1, "s2": 1, "s3": 0, "s4": 0}}
+    f = build_frontier(scores, SEEDS, ["a", "b"])
+    assert f.winners["s1"] == ("a", "b")
+    assert f.winners["s2"] == ("b",)
+    assert f.winners["s4"] == ("a",)
+    assert f.best == {"s1": 1, "s2": 1, "s3": 0, "s4": 1}
+    assert f.coverage() == {"a": 0.75, "b": 0.75}
+
+
+def test_dominated_candidate_drops_out() -> None:
+    scores = {"base": {"s1": 0.5, "s2": 0.0}, "better": {"s1": 0.5, "s2": 1.0}}
+    f = build_frontier(scores, ["s1", "s2"], ["base", "better"])
+    assert f.members() == ("better",)
+    assert dominates(scores["better"], scores["base"], ["s1", "s2"])
+    assert not dominates(scores["base"], scores["better"], ["s1", "s2"])
+
+
+def test_equal_candidates_do_not_dominate_each_other() -> None:
+    scores = {"a": {"s1": 1.0}, "b": {"s1": 1.0}}
+    assert build_frontier(scores, ["s1"], ["a", "b"]).members() == ("a", "b")
+
+
+def test_errored_seed_is_unknown_not_zero() -> None:
+    # b errored on s2: it wins s1 on its own and must not be dominated through a missing score
+    scores = {"a": {"s1": 0.0, "s2": 1.0}, "b": {"s1": 1.0}}
+    f = build_frontier(scores, ["s1", "s2"], ["a", "b"])
+    assert f.winners == {"s1": ("b",), "s2": ("a",)}
+    assert mean_score(scores["b"], ["s1", "s2"]) == 1.0
+    assert mean_score({}, ["s1"]) is None
+
+
+def test_sampling_is_weighted_by_seeds_won_and_seeded() -> None:
+    scores = {"a": {"s1": 1, "s2": 1, "s3": 1, "s4": 0}, "b": {"s1": 0, "s2": 0, "s3": 0, "s4": 1}}
+    f = build_frontier(scores, SEEDS, ["a", "b"])
+    counts = Counter(sample_parent(f, random.Random(7)) for _ in range(1))
+    draws = [sample_parent(f, rng) for rng in [random.Random(3)] for _ in range(4000)]
+    share = Counter(draws)["a"] / len(draws)
+    assert 0.71 < share < 0.79  # 3 of 4 seeds
+    assert counts  # one draw works
+    again = [sample_parent(f, rng) for rng in [random.Random(3)] for _ in range(4000)]
+    assert draws == again
+
+
+def test_empty_frontier_cannot_be_sampled() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        sample_parent(build_frontier({}, SEEDS, []), random.Random(0))
+
+
+def test_complementary_pairs_need_wins_on_both_sides() -> None:
+    scores = {
+        "a": {"s1": 1, "s2": 0, "s3": 1},
+        "b": {"s1": 0, "s2": 1, "s3": 1},
+        "c": {"s1": 0, "s2": 0, "s3": 1},
+    }
+    f = build_frontier(scores, ["s1", "s2", "s3"], ["a", "b", "c"])
+    assert complementary_pairs(f) == [("a", "b")]

@@ -1,0 +1,158 @@
+"""The one aiosqlite connection of a workspace, its pragmas, and its transactions.
+
+Durability: the file is in WAL mode with ``synchronous=NORMAL``. A ``COMMIT`` appends the
+transaction to the WAL with a write(2) before it returns, so the data is in the operating
+system's page cache: a process killed right after (SIGKILL, OOM, a crash) loses nothing
+that was committed, and the database is never corrupted. Only an OS crash or power loss
+can drop the last transactions (never corrupt the file); ``FULL`` would fsync each commit
+to cover that too, at a large cost per rollout. Losing a few cached rollouts on power loss
+only means paying for them again, so NORMAL is the defensible choice.
+
+Concurrency: all use of the connection goes through one ``asyncio.Lock``, so a read never
+runs inside another coroutine's open transaction (it would see uncommitted rows). Other
+processes (the console) open their own read-only connection; WAL lets them read a
+consistent snapshot while this one writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import aiosqlite
+
+from schemas.exceptions import WorkspaceError
+from workspace.migrations import check_version, migrate
+
+__all__ = ["Database"]
+
+
+class Database:
+    """Owner of one connection to ``workspace.sqlite``; opens, migrates, runs transactions."""
+
+    def __init__(self, path: Path, *, readonly: bool = False, busy_timeout_s: float = 10.0) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.busy_timeout_s = busy_timeout_s
+        self._conn: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> None:
+        """Connect, set the pragmas, and migrate (writer) or check the version (reader)."""
+        if self._conn is not None:
+            return
+        if self.readonly and not self.path.is_file():
+            raise WorkspaceError(
+                f"no workspace database at {self.path}; pass the folder of an existing "
+                "workspace with --workspace DIR (or GEPA_WORKSPACE)"
+            )
+        mode = "ro" if self.readonly else "rwc"
+        uri = f"file:{quote(str(self.path.resolve()))}?mode={mode}"
+        try:
+            conn = await aiosqlite.connect(
+                uri, uri=True, isolation_level=None, timeout=self.busy_timeout_s
+            )
+        except sqlite3.Error as exc:
+            raise WorkspaceError(f"cannot open {self.path}: {exc}") from exc
+        conn.row_factory = sqlite3.Row
+        try:
+            await self._configure(conn)
+        except sqlite3.Error as exc:
+            await conn.close()
+            raise WorkspaceError(f"cannot use {self.path}: {exc}") from exc
+        except BaseException:
+            await conn.close()
+            raise
+        self._conn = conn
+
+    async def _configure(self, conn: aiosqlite.Connection) -> None:
+        if self.readonly:
+            await conn.execute("PRAGMA query_only = ON")
+            await check_version(conn, self.path, writable=False)
+            return
+        # Refuse newer or foreign files before changing anything, journal mode included.
+        await check_version(conn, self.path, writable=True)
+        rows = list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
+        if str(rows[0][0]).lower() != "wal":
+            raise WorkspaceError(
+                f"{self.path}: SQLite could not switch to WAL mode (got {rows[0][0]!r}); "
+                "put the workspace on a local filesystem"
+            )
+        await conn.execute("PRAGMA synchronous = NORMAL")  # see the module docstring
+        await conn.execute("PRAGMA foreign_keys = ON")
+        await migrate(conn, self.path)
+
+    async def close(self) -> None:
+        """Close the connection (a writer's last close checkpoints and removes the WAL)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            async with self._lock:
+                await conn.close()
+
+    def _connection(self) -> aiosqlite.Connection:
+        if self._conn is None:
+            raise WorkspaceError(
+                f"workspace {self.path.parent} is not open; use `async with Workspace(...)` "
+                "or `await workspace.open()`"
+            )
+        return self._conn
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The connection, for reads, with SQLite errors turned into ``WorkspaceError``."""
+        conn = self._connection()
+        async with self._lock:
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                raise WorkspaceError(f"reading {self.path} failed: {exc}") from exc
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One ``BEGIN IMMEDIATE ... COMMIT`` transaction; committed (durable) on exit.
+
+        Any exception rolls it back. The ``COMMIT`` is shielded: once it is queued it
+        completes even if the caller is cancelled, and a cancellation after that point
+        does not try to roll back a committed transaction.
+        """
+        conn = self._connection()
+        if self.readonly:
+            raise WorkspaceError(
+                f"workspace {self.path.parent} is opened read-only; writes go through the "
+                "process that runs the optimizer"
+            )
+        async with self._lock:
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+                yield conn
+            except sqlite3.Error as exc:
+                await asyncio.shield(self._rollback(conn))
+                raise WorkspaceError(self._write_failed(exc)) from exc
+            except BaseException:
+                # Also when BEGIN itself was cancelled: it may still run on the worker thread.
+                await asyncio.shield(self._rollback(conn))
+                raise
+            try:
+                await asyncio.shield(conn.execute("COMMIT"))
+            except sqlite3.Error as exc:
+                await asyncio.shield(self._rollback(conn))
+                raise WorkspaceError(self._write_failed(exc)) from exc
+
+    def _write_failed(self, exc: sqlite3.Error) -> str:
+        hint = ""
+        if "locked" in str(exc) or "busy" in str(exc):
+            hint = " (another process holds the write lock; is a second optimizer using it?)"
+        return f"writing {self.path} failed: {exc}{hint}"
+
+    @staticmethod
+    async def _rollback(conn: aiosqlite.Connection) -> None:
+        try:
+            await conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            # "no transaction is active": SQLite already rolled back (e.g. after SQLITE_FULL).
+            if "no transaction" not in str(exc):
+                raise

@@ -1,0 +1,183 @@
+"""SQL of the ``rollouts`` table, which is also the rollout cache.
+
+Every finished rollout attempt is a row; error rows are kept for the record. The partial
+unique index ``rollouts_ok_by_key`` holds at most one ``ok`` row per cache key (the first
+one wins) and every cache read filters on ``status = 'ok'``, so an error is never a hit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+
+import aiosqlite
+
+from schemas.exceptions import UserError, WorkspaceError
+from schemas.protocol import Usage
+from schemas.records import RolloutRecord
+from workspace.codec import EncodedTrace, decode_trace, dumps, loads
+
+__all__ = [
+    "MAX_PARAMS",
+    "chunks",
+    "fetch_rollout",
+    "insert_rollouts",
+    "lookup_many",
+    "rollouts_for_candidate",
+    "to_row",
+]
+
+# SQLite builds before 3.32 cap bound parameters at 999; stay under it everywhere.
+MAX_PARAMS = 900
+_FIELDS = (
+    "cache_key", "run_id", "candidate_id", "candidate_hash", "fingerprint", "seed", "policy",
+    "status", "reward", "objectives", "output", "feedback", "trace", "trace_truncated",
+    "usage", "latency_ms", "attempts", "error", "created_at",
+)  # fmt: skip
+_COLUMNS = ", ".join(_FIELDS)
+_INSERT = f"INSERT INTO rollouts ({_COLUMNS}) VALUES ({', '.join('?' * len(_FIELDS))})"
+_SELECT = f"SELECT id, {_COLUMNS} FROM rollouts"
+
+
+def chunks(items: Sequence[str], size: int = MAX_PARAMS) -> Iterator[Sequence[str]]:
+    """``items`` in slices of at most ``size`` (one SQL parameter each)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def to_row(record: RolloutRecord, trace: EncodedTrace) -> tuple[object, ...]:
+    """The column values of ``record`` (already scrubbed) with its encoded trace."""
+    return (
+        record.cache_key,
+        record.run_id,
+        record.candidate_id,
+        record.candidate_hash,
+        record.fingerprint,
+        record.seed,
+        record.policy,
+        record.status,
+        record.reward,
+        dumps(record.objectives, what="objectives"),
+        dumps(record.output, what="rollout output"),
+        record.feedback,
+        trace.blob,
+        int(record.trace_truncated or trace.truncated),
+        record.usage.model_dump_json(),
+        record.latency_ms,
+        record.attempts,
+        record.error,
+        record.created_at,
+    )
+
+
+def _to_record(row: sqlite3.Row) -> RolloutRecord:
+    return RolloutRecord(
+        rollout_id=row["id"],
+        cache_key=row["cache_key"],
+        run_id=row["run_id"],
+        candidate_id=row["candidate_id"],
+        candidate_hash=row["candidate_hash"],
+        fingerprint=row["fingerprint"],
+        seed=row["seed"],
+        policy=row["policy"],
+        status=row["status"],
+        reward=row["reward"],
+        objectives=loads(row["objectives"], {}),
+        output=loads(row["output"]),
+        feedback=row["feedback"],
+        trace=decode_trace(row["trace"]),
+        trace_truncated=bool(row["trace_truncated"]),
+        usage=Usage.model_validate_json(row["usage"]),
+        latency_ms=row["latency_ms"],
+        attempts=row["attempts"],
+        error=row["error"],
+        created_at=row["created_at"],
+    )
+
+
+async def lookup_many(conn: aiosqlite.Connection, keys: Sequence[str]) -> dict[str, RolloutRecord]:
+    """The ``ok`` rollout of each key that has one; one query per 900 keys."""
+    found: dict[str, RolloutRecord] = {}
+    unique = list(dict.fromkeys(keys))
+    for part in chunks(unique):
+        marks = ",".join("?" * len(part))
+        rows = await conn.execute_fetchall(
+            f"{_SELECT} WHERE status = 'ok' AND cache_key IN ({marks})", part
+        )
+        for row in rows:
+            found[row["cache_key"]] = _to_record(row)
+    return found
+
+
+async def _ok_ids(conn: aiosqlite.Connection, keys: Sequence[str]) -> dict[str, int]:
+    ids: dict[str, int] = {}
+    for part in chunks(list(dict.fromkeys(keys))):
+        marks = ",".join("?" * len(part))
+        rows = await conn.execute_fetchall(
+            f"SELECT cache_key, id FROM rollouts WHERE status = 'ok' AND cache_key IN ({marks})",
+            part,
+        )
+        ids.update((row[0], row[1]) for row in rows)
+    return ids
+
+
+async def insert_rollouts(
+    conn: aiosqlite.Connection, records: Sequence[RolloutRecord], rows: Sequence[tuple[object, ...]]
+) -> list[int]:
+    """Insert ``rows`` (from :func:`to_row`, parallel to ``records``); their ids in order.
+
+    Must run inside a write transaction. An ``ok`` row whose key already has an ``ok`` row
+    (stored before, or earlier in this batch) is not inserted; its id is the existing one.
+    The new rows go in with one ``executemany``; their ids are read back as the ids above
+    the previous maximum, which AUTOINCREMENT guarantees are ours and in insertion order
+    (we hold the write lock, so no other connection inserts meanwhile).
+    """
+    existing = await _ok_ids(conn, [r.cache_key for r in records if r.status == "ok"])
+    slots: list[tuple[bool, int]] = []  # (is_new, existing id | index into fresh)
+    fresh: list[tuple[object, ...]] = []
+    batch_ok: dict[str, int] = {}
+    for record, row in zip(records, rows, strict=True):
+        if record.status == "ok":
+            if record.cache_key in existing:
+                slots.append((False, existing[record.cache_key]))
+                continue
+            if record.cache_key in batch_ok:
+                slots.append((True, batch_ok[record.cache_key]))
+                continue
+            batch_ok[record.cache_key] = len(fresh)
+        slots.append((True, len(fresh)))
+        fresh.append(row)
+    new_ids: list[int] = []
+    if fresh:
+        before = list(await conn.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM rollouts"))
+        await conn.executemany(_INSERT, fresh)
+        rows_back = await conn.execute_fetchall(
+            "SELECT id FROM rollouts WHERE id > ? ORDER BY id", (before[0][0],)
+        )
+        new_ids = [row[0] for row in rows_back]
+        if len(new_ids) != len(fresh):
+            raise WorkspaceError(
+                f"inserted {len(fresh)} rollouts but read back {len(new_ids)} new ids"
+            )
+    return [new_ids[value] if is_new else value for is_new, value in slots]
+
+
+async def fetch_rollout(conn: aiosqlite.Connection, rollout_id: int) -> RolloutRecord:
+    """The rollout row ``rollout_id`` with its trace; unknown is a ``UserError``."""
+    rows = list(await conn.execute_fetchall(f"{_SELECT} WHERE id = ?", (rollout_id,)))
+    if not rows:
+        raise UserError(f"unknown rollout id {rollout_id}")
+    return _to_record(rows[0])
+
+
+async def rollouts_for_candidate(
+    conn: aiosqlite.Connection, run_id: str, candidate_id: str
+) -> list[RolloutRecord]:
+    """Every rollout a run used for a candidate: paid by the run or served from the cache
+    (linked as trials), errors included, oldest first."""
+    rows = await conn.execute_fetchall(
+        f"{_SELECT} WHERE (run_id = ? AND candidate_id = ?) OR id IN "
+        "(SELECT rollout_id FROM trials WHERE run_id = ? AND candidate_id = ?) ORDER BY id",
+        (run_id, candidate_id, run_id, candidate_id),
+    )
+    return [_to_record(row) for row in rows]

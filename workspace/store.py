@@ -1,0 +1,299 @@
+"""``Workspace``: the one owner of ``<root>/workspace.sqlite`` and ``<root>/runs/<run_id>/``.
+
+Everything the runtime persists goes through this class; nothing else writes SQL or the
+run folder. Each method is one read or one ``BEGIN IMMEDIATE ... COMMIT`` transaction
+(see :mod:`workspace.db` for durability and locking); the SQL of each table lives in its
+own module. Credentials are scrubbed (:mod:`workspace.redact`) before anything is written.
+
+    async with Workspace(resolve_workspace(args.workspace)) as ws:
+        run = await ws.create_run(config)
+        ids = await ws.record_rollouts(records)   # durable once this returns
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from schemas.config import RunConfig
+from schemas.exceptions import UserError, WorkspaceError
+from schemas.records import CandidateRecord, Event, RolloutRecord, RunRecord, Trial, TrialView
+from workspace import candidates, events, frontier, rollouts, runs, trials
+from workspace.codec import MIN_TRACE_CAP, encode_trace
+from workspace.db import Database
+from workspace.redact import scrub, scrub_text
+from workspace.runfolder import RunFolder, check_run_id
+
+__all__ = ["DEFAULT_WORKSPACE", "Workspace", "resolve_workspace"]
+
+DEFAULT_WORKSPACE = ".gepa"
+
+
+def resolve_workspace(
+    path: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None
+) -> Path:
+    """The workspace folder: explicit ``path`` > ``$GEPA_WORKSPACE`` > ``./.gepa``."""
+    environ = os.environ if env is None else env
+    chosen = path or environ.get("GEPA_WORKSPACE") or DEFAULT_WORKSPACE
+    return Path(chosen).expanduser()
+
+
+class Workspace:
+    """Owner of ``<root>/workspace.sqlite`` and ``<root>/runs/<run_id>/``.
+
+    ``readonly=True`` opens an existing file with a ``mode=ro`` URI for another process
+    (the console); every write then raises ``WorkspaceError``.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        trace_cap_bytes: int = 262144,
+        readonly: bool = False,
+        busy_timeout_s: float = 10.0,
+    ) -> None:
+        if trace_cap_bytes < MIN_TRACE_CAP:
+            raise UserError(
+                f"trace_cap_bytes must be at least {MIN_TRACE_CAP}, got {trace_cap_bytes}"
+            )
+        self.root = Path(root)
+        self.db_path = self.root / "workspace.sqlite"
+        self.trace_cap_bytes = trace_cap_bytes
+        self.readonly = readonly
+        self._db = Database(self.db_path, readonly=readonly, busy_timeout_s=busy_timeout_s)
+        self._folder = RunFolder(self.root)
+
+    # lifecycle
+
+    async def open(self) -> Workspace:
+        """Create the folder and database if needed, migrate, and return ``self``."""
+        if not self.readonly:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise WorkspaceError(f"cannot create workspace folder {self.root}: {exc}") from exc
+        await self._db.open()
+        return self
+
+    async def close(self) -> None:
+        """Close the connection. Safe to call twice."""
+        await self._db.close()
+
+    async def __aenter__(self) -> Workspace:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # runs
+
+    async def create_run(self, config: RunConfig, run_id: str | None = None) -> RunRecord:
+        """Store a new run with ``config.redacted()``; the id defaults to ``run-<10 hex>``."""
+        run_id = check_run_id(run_id) if run_id is not None else f"run-{secrets.token_hex(5)}"
+        record = RunRecord(run_id=run_id, config=scrub(config.redacted()))
+        async with self._db.write() as conn:
+            await runs.insert_run(conn, record, self.root)
+        return record
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        """The run ``run_id``; unknown is a ``UserError`` naming the command that lists runs."""
+        async with self._db.read() as conn:
+            return await runs.fetch_run(conn, run_id, self.root)
+
+    async def list_runs(self) -> list[RunRecord]:
+        """Every run, newest first."""
+        async with self._db.read() as conn:
+            return await runs.list_runs(conn)
+
+    async def update_run(
+        self,
+        run_id: str,
+        *,
+        status: str | None = None,
+        phase: str | None = None,
+        program_id: str | None = None,
+        fingerprint: str | None = None,
+        error: str | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """Change the given fields (``None`` keeps a field; ``state`` replaces the whole state)."""
+        changes: dict[str, Any] = {
+            "status": status, "phase": phase, "program_id": program_id,
+            "fingerprint": fingerprint,
+            "error": scrub_text(error) if error is not None else None,
+            "state": scrub(state) if state is not None else None,
+        }  # fmt: skip
+        async with self._db.write() as conn:
+            current = await runs.fetch_run(conn, run_id, self.root)
+            data = current.model_dump()
+            data.update({k: v for k, v in changes.items() if v is not None})
+            data["updated_at"] = time.time()
+            updated = RunRecord.model_validate(data)
+            await runs.replace_run(conn, updated)
+        return updated
+
+    # candidates
+
+    async def add_candidate(self, record: CandidateRecord) -> bool:
+        """Store a candidate; ``False`` if ``(run_id, candidate_id)`` was already there."""
+        async with self._db.write() as conn:
+            await runs.require_run(conn, record.run_id, self.root)
+            return await candidates.insert_candidate(conn, record)
+
+    async def get_candidate(self, run_id: str, candidate_id: str) -> CandidateRecord:
+        """One candidate of a run; unknown is a ``UserError``."""
+        async with self._db.read() as conn:
+            return await candidates.fetch_candidate(conn, run_id, candidate_id)
+
+    async def list_candidates(self, run_id: str) -> list[CandidateRecord]:
+        """The run's candidates in creation order."""
+        async with self._db.read() as conn:
+            return await candidates.list_candidates(conn, run_id)
+
+    # rollouts and the cache
+
+    async def lookup(self, key: str) -> RolloutRecord | None:
+        """The cached successful rollout for ``key``, or ``None``. Errors are never served."""
+        return (await self.lookup_many([key])).get(key)
+
+    async def lookup_many(self, keys: Sequence[str]) -> dict[str, RolloutRecord]:
+        """Cached successful rollouts by key (missing keys are absent); one query per 900."""
+        if not keys:
+            return {}
+        async with self._db.read() as conn:
+            return await rollouts.lookup_many(conn, keys)
+
+    async def record_rollouts(self, records: Sequence[RolloutRecord]) -> list[int]:
+        """Store finished rollouts in one transaction; their row ids, in order.
+
+        Committed (durable across a process crash) when it returns. An ``ok`` record for a
+        key that already has an ``ok`` row is not stored again: the first wins and its id
+        is returned. Traces are scrubbed, compressed and capped at ``trace_cap_bytes``.
+        """
+        if not records:
+            return []
+        if self.readonly:
+            raise WorkspaceError(f"workspace {self.root} is opened read-only")
+        rows = await asyncio.to_thread(self._encode_rollouts, list(records))
+        async with self._db.write() as conn:
+            return await rollouts.insert_rollouts(conn, records, rows)
+
+    def _encode_rollouts(self, records: list[RolloutRecord]) -> list[tuple[object, ...]]:
+        encoded = []
+        for record in records:
+            clean = record.model_copy(
+                update={
+                    "feedback": scrub_text(record.feedback),
+                    "error": scrub_text(record.error) if record.error is not None else None,
+                }
+            )
+            encoded.append(
+                rollouts.to_row(clean, encode_trace(scrub(record.trace), self.trace_cap_bytes))
+            )
+        return encoded
+
+    async def get_rollout(self, rollout_id: int) -> RolloutRecord:
+        """One rollout row with its trace decompressed; unknown is a ``UserError``."""
+        async with self._db.read() as conn:
+            return await rollouts.fetch_rollout(conn, rollout_id)
+
+    async def rollouts_for_candidate(self, run_id: str, candidate_id: str) -> list[RolloutRecord]:
+        """Every rollout the run paid or reused for the candidate, errors included, oldest first."""
+        async with self._db.read() as conn:
+            return await rollouts.rollouts_for_candidate(conn, run_id, candidate_id)
+
+    # trials: a run's use of rollouts
+
+    async def link_trials(self, run_id: str, trials_: Sequence[Trial]) -> None:
+        """Append the run's uses of rollouts (paid or cached) to its trials feed."""
+        wrong = [t for t in trials_ if t.run_id != run_id]
+        if wrong:
+            raise WorkspaceError(f"link_trials({run_id!r}) got a trial of run {wrong[0].run_id!r}")
+        if not trials_:
+            return
+        async with self._db.write() as conn:
+            await runs.require_run(conn, run_id, self.root)
+            await trials.insert_trials(conn, run_id, trials_)
+
+    async def list_trials(
+        self, run_id: str, *, offset: int = 0, limit: int = 100
+    ) -> list[TrialView]:
+        """A page of the run's trials, in order, with their rollouts' results."""
+        async with self._db.read() as conn:
+            return await trials.list_trials(conn, run_id, offset=offset, limit=limit)
+
+    async def count_trials(self, run_id: str) -> dict[str, int]:
+        """``{"paid": n, "cached": n, "errors": n}``, a partition of the run's trials."""
+        async with self._db.read() as conn:
+            return await trials.count_trials(conn, run_id)
+
+    # frontier
+
+    async def save_frontier(
+        self, run_id: str, frontier_: Mapping[str, Sequence[str]], scores: Mapping[str, float]
+    ) -> None:
+        """Replace the run's frontier: seed -> winning candidate ids, seed -> best score."""
+        async with self._db.write() as conn:
+            await runs.require_run(conn, run_id, self.root)
+            await frontier.save_frontier(conn, run_id, frontier_, scores)
+
+    async def load_frontier(self, run_id: str) -> tuple[dict[str, list[str]], dict[str, float]]:
+        """The run's last saved frontier and scores (both empty if never saved)."""
+        async with self._db.read() as conn:
+            return await frontier.load_frontier(conn, run_id)
+
+    # events
+
+    async def append_event(
+        self, run_id: str, type: str, data: dict[str, Any] | None = None
+    ) -> Event:
+        """Append to the event log; the returned event carries its monotonic ``seq``."""
+        clean = scrub(data or {})
+        async with self._db.write() as conn:
+            await runs.require_run(conn, run_id, self.root)
+            return await events.append_event(conn, run_id, type, clean)
+
+    async def events_since(
+        self, run_id: str | None, after_seq: int = 0, limit: int = 1000
+    ) -> list[Event]:
+        """Events after ``after_seq`` in order (of every run when ``run_id`` is ``None``)."""
+        async with self._db.read() as conn:
+            return await events.events_since(conn, run_id, after_seq, limit)
+
+    # the run folder
+
+    def run_dir(self, run_id: str) -> Path:
+        """The run's evidence folder ``<root>/runs/<run_id>`` (created on first write)."""
+        return self._folder.path(run_id)
+
+    async def write_file(self, run_id: str, name: str, content: str | bytes) -> Path:
+        """Write a file of the run's folder atomically; ``name`` must stay inside it."""
+        if self.readonly:
+            raise WorkspaceError(f"workspace {self.root} is opened read-only")
+        self._folder.target(run_id, name)
+        async with self._db.read() as conn:
+            await runs.require_run(conn, run_id, self.root)
+        try:
+            return await asyncio.to_thread(self._folder.write, run_id, name, content)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot write {name!r} for run {run_id!r}: {exc}") from exc
+
+    async def read_file(self, run_id: str, name: str) -> bytes:
+        """The bytes of a file of the run's folder; a missing file is a ``UserError``."""
+        return await asyncio.to_thread(self._folder.read, run_id, name)
+
+    async def list_files(self, run_id: str) -> list[str]:
+        """Relative names of the files in the run's folder, sorted."""
+        return await asyncio.to_thread(self._folder.list, run_id)
