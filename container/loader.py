@@ -102,12 +102,13 @@ def _import_file(path: Path) -> ModuleType:
     path = path.expanduser().resolve()
     if not path.is_file():
         raise UserError(f"no such Python file: {path}")
+    for loaded in list(sys.modules.values()):  # already imported, maybe as a.b.agent
+        file = getattr(loaded, "__file__", None)
+        if file and Path(file).resolve() == path:
+            return loaded
     name = path.stem if path.stem.isidentifier() else "gepa_target"
-    loaded = sys.modules.get(name)
-    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() != path:
-        name = f"{name}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
     if name in sys.modules:
-        return sys.modules[name]
+        name = f"{name}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)

@@ -174,7 +174,12 @@ def _components(target_id: str, baseline: Any, component: str) -> dict[str, str]
 
 
 def _origin(fn: TargetFn) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    """Where ``fn`` is defined: the same file imported under two module names is one origin."""
+    try:
+        where = str(Path(inspect.getfile(fn)).resolve())
+    except (TypeError, OSError):
+        where = getattr(fn, "__module__", "?")
+    return f"{where}:{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
 def _resolve_path(fn: TargetFn, value: str | Path) -> str:

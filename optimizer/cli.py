@@ -20,6 +20,7 @@ __all__ = ["main"]
 COMMAND_MODULES: tuple[str, ...] = (
     "optimizer.cli_schema",
     "container.cli",
+    "optimizer.cli_optimize",
     "optimizer.cli_models",
 )
 

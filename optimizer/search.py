@@ -124,11 +124,13 @@ class GepaSearch:
     async def _worker(self) -> None:
         while self._stop is None:
             try:
-                paid_before = self._d.budget.paid
-                await self._step()
-                self._idle = 0 if self._d.budget.paid > paid_before else self._idle + 1
+                made = await self._step()
+                self._idle = 0 if made else self._idle + 1
                 if self._idle >= self._d.config.max_idle_iterations:
-                    self._stop = f"no new rollouts for {self._idle} iterations (every proposal was rejected or cached)"
+                    self._stop = (
+                        f"no new candidate in {self._idle} iterations in a row "
+                        "(proposals rejected, duplicates, or parents already perfect)"
+                    )
             except BudgetExhausted as exc:
                 self._stop = str(exc)
 
@@ -141,7 +143,8 @@ class GepaSearch:
             scores=dict(self._d.state.train.get(candidate_id, {})), wins=wins, diff_from_parent=diff,
         )
 
-    async def _step(self) -> None:
+    async def _step(self) -> bool:
+        """One iteration; True when it produced a new candidate."""
         self._d.budget.check_search()
         async with self._lock:
             self._iteration += 1
@@ -159,18 +162,17 @@ class GepaSearch:
                 parent_id = sample_parent(self._d.state.frontier, self._d.rng)
             minibatch = self._sampler.next()
         if merging:
-            await self._merge(iteration, pair)
-        else:
-            await self._mutate(iteration, parent_id, minibatch)
+            return await self._merge(iteration, pair)
+        return await self._mutate(iteration, parent_id, minibatch)
 
-    async def _mutate(self, iteration: int, parent_id: str, minibatch: list[str]) -> None:
+    async def _mutate(self, iteration: int, parent_id: str, minibatch: list[str]) -> bool:
         d = self._d
         parent = d.state.candidates[parent_id]
         await d.events.emit("iteration", {"iteration": iteration, "parent": parent_id, "minibatch": minibatch})
         parent_mb = await d.queue.evaluate(parent_id, parent.components, minibatch)
         if all(r.reward is not None and r.reward >= 1.0 for r in parent_mb.values()):
             await d.events.emit("skipped", {"iteration": iteration, "reason": "parent is perfect on the minibatch"})
-            return
+            return False
         names = [c.name for c in d.components]
         target = (names[iteration % len(names)],) if len(names) > 1 else tuple(names)
         request = ProposalRequest(
@@ -181,7 +183,7 @@ class GepaSearch:
         )
         child = await self._proposal(iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request))
         if child is None:
-            return
+            return False
         child_mb = await d.queue.evaluate(child.candidate_id, child.components, minibatch)
         before, after = gate_total(_rewards(parent_mb), minibatch), gate_total(_rewards(child_mb), minibatch)
         accepted = passes_gate([_rewards(parent_mb)], _rewards(child_mb), minibatch)
@@ -193,8 +195,9 @@ class GepaSearch:
             d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_mb))
         if accepted:
             await self._full_train(child.candidate_id)
+        return True
 
-    async def _merge(self, iteration: int, pair: tuple[str, str]) -> None:
+    async def _merge(self, iteration: int, pair: tuple[str, str]) -> bool:
         d = self._d
         a, b = (d.state.candidates[c] for c in pair)
         wins = d.state.frontier.wins()
@@ -211,7 +214,7 @@ class GepaSearch:
         )
         child = await self._proposal(iteration, "merge", pair, lambda: d.proposer.merge(request))
         if child is None:
-            return
+            return False
         res_c = await d.queue.evaluate(child.candidate_id, child.components, seeds)
         best_parent = max(gate_total(_rewards(res_a), seeds), gate_total(_rewards(res_b), seeds))
         accepted = passes_gate([_rewards(res_a), _rewards(res_b)], _rewards(res_c), seeds, merge=True)
@@ -222,6 +225,7 @@ class GepaSearch:
         })
         if accepted:
             await self._full_train(child.candidate_id)
+        return True
 
     async def _proposal(
         self, iteration: int, origin: Origin, parents: tuple[str, ...],

@@ -45,7 +45,9 @@ class Brief:
         return None
 
 
-def _specs(specs: tuple[ComponentSpec, ...], components: Mapping[str, str]) -> tuple[ComponentSpec, ...]:
+def _specs(
+    specs: tuple[ComponentSpec, ...], components: Mapping[str, str]
+) -> tuple[ComponentSpec, ...]:
     # A component present in the candidate but missing from the specs is still shown.
     known = {s.name for s in specs}
     return specs + tuple(ComponentSpec(n, "prompt") for n in components if n not in known)
@@ -79,7 +81,9 @@ def brief_for_merge(request: MergeRequest) -> Brief:
     """The brief of a merge: the draft starts from ``a``; targets are where a and b differ."""
     a, b = request.a.components, request.b.components
     if set(a) != set(b):
-        raise UserError(f"cannot merge candidates with different components: {sorted(a)} vs {sorted(b)}")
+        raise UserError(
+            f"cannot merge candidates with different components: {sorted(a)} vs {sorted(b)}"
+        )
     targets = tuple(name for name in a if a[name] != b[name])
     if not targets:
         raise ProposalRejected("unchanged", "the two candidates to merge have identical components")

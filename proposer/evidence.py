@@ -35,7 +35,9 @@ _MAX_SUCCESSES = 3
 
 def is_failure(evaluation: Evaluation) -> bool:
     """An errored rollout, or a scored one below full marks."""
-    return evaluation.status != "ok" or evaluation.reward is None or evaluation.reward < SUCCESS_REWARD
+    return (
+        evaluation.status != "ok" or evaluation.reward is None or evaluation.reward < SUCCESS_REWARD
+    )
 
 
 def text_of(value: Any) -> str:
@@ -94,7 +96,9 @@ def render_trace(evaluation: Evaluation, limit_chars: int) -> str:
     for key in ("tool_calls", "events"):
         for item in evaluation.trace.get(key) or ():
             lines.append(f"[{key[:-1]}] {text_of(item)}")
-    extra = {k: v for k, v in evaluation.trace.items() if k not in ("messages", "tool_calls", "events")}
+    extra = {
+        k: v for k, v in evaluation.trace.items() if k not in ("messages", "tool_calls", "events")
+    }
     if extra:
         lines.append(f"[other] {text_of(extra)}")
     body = "\n".join(lines) or "(empty trace)"
@@ -114,8 +118,13 @@ def render_failure(evaluation: Evaluation, limit: int, label: str = "") -> str:
     task = task_input(evaluation)
     if task:
         parts.append("Input:\n" + truncate(task, int(limit * 0.35), "input"))
-    parts.append("Output:\n" + (truncate(text_of(evaluation.output), int(limit * 0.2), "output") or "(empty)"))
-    parts.append("Feedback:\n" + (truncate(evaluation.feedback, int(limit * 0.45), "feedback") or "(none)"))
+    parts.append(
+        "Output:\n"
+        + (truncate(text_of(evaluation.output), int(limit * 0.2), "output") or "(empty)")
+    )
+    parts.append(
+        "Feedback:\n" + (truncate(evaluation.feedback, int(limit * 0.45), "feedback") or "(none)")
+    )
     return "\n".join(parts)
 
 
@@ -138,7 +147,9 @@ def render_evaluations(
     failures = [e for e in evaluations if is_failure(e)]
     successes = [e for e in evaluations if not is_failure(e)]
     fail_budget = int(budget * 0.85) if successes else budget
-    per_item = max(_MIN_ITEM_CHARS, min(_MAX_ITEM_CHARS, fail_budget // max(1, min(len(failures), 6))))
+    per_item = max(
+        _MIN_ITEM_CHARS, min(_MAX_ITEM_CHARS, fail_budget // max(1, min(len(failures), 6)))
+    )
     chosen: list[tuple[int, str]] = []
     used = 0
     for index in _shuffled(range(len(failures)), rng):

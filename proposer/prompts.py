@@ -60,7 +60,9 @@ def components_section(
     for spec in specs:
         text = components.get(spec.name, "")
         editable = "you may change this one" if spec.name in targets else "read-only here"
-        lines = [f"## Component `{spec.name}` (kind: {spec.kind}, {len(text):,} chars; {role or editable})"]
+        lines = [
+            f"## Component `{spec.name}` (kind: {spec.kind}, {len(text):,} chars; {role or editable})"
+        ]
         if spec.description:
             lines.append(f"Purpose: {spec.description}")
         lines.append(_fence(text))
@@ -75,7 +77,9 @@ def frontier_section(frontier: Sequence[CandidateView], parent_id: str, limit: i
         return ""
     lines = ["# Other candidates on the Pareto frontier (for ideas; do not just copy them)"]
     for view in others:
-        lines.append(f"- {view.candidate_id}: wins {len(view.wins)} seeds ({', '.join(view.wins[:8])})")
+        lines.append(
+            f"- {view.candidate_id}: wins {len(view.wins)} seeds ({', '.join(view.wins[:8])})"
+        )
         if view.diff_from_parent:
             diff = view.diff_from_parent
             if len(diff) > 600:
@@ -89,11 +93,15 @@ def frontier_section(frontier: Sequence[CandidateView], parent_id: str, limit: i
 
 def output_format(targets: Sequence[str], cap: int) -> str:
     """The text-mode answer format, with the length cap."""
-    example = "\n".join(f"<<<COMPONENT {name}\n(the complete new text of {name})\n>>>" for name in targets)
+    example = "\n".join(
+        f"<<<COMPONENT {name}\n(the complete new text of {name})\n>>>" for name in targets
+    )
     which = (
         f"the component `{targets[0]}`"
         if len(targets) == 1
-        else "each component you change (at least one of: " + ", ".join(f"`{t}`" for t in targets) + ")"
+        else "each component you change (at least one of: "
+        + ", ".join(f"`{t}`" for t in targets)
+        + ")"
     )
     return (
         f"# Answer format\nFirst think briefly about the failure patterns. Then write the new "
@@ -111,7 +119,9 @@ def wins_table(a: CandidateView, b: CandidateView) -> str:
     rows = ["| seed | A | B | won by |", "|---|---|---|---|"]
     for seed in seeds:
         winner = "both" if seed in a.wins and seed in b.wins else ("A" if seed in a.wins else "B")
-        rows.append(f"| {seed} | {_num(a.scores.get(seed))} | {_num(b.scores.get(seed))} | {winner} |")
+        rows.append(
+            f"| {seed} | {_num(a.scores.get(seed))} | {_num(b.scores.get(seed))} | {winner} |"
+        )
     return "\n".join(rows)
 
 

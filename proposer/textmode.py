@@ -29,7 +29,9 @@ from schemas.exceptions import ProposalRejected
 
 __all__ = ["parse_reply", "run_text", "text_messages"]
 
-_OPEN = re.compile(r"^[ \t]*<<<[ \t]*COMPONENT[ \t:]+`?([\w.\-]+)`?[ \t]*>{0,3}[ \t]*$", re.M | re.I)
+_OPEN = re.compile(
+    r"^[ \t]*<<<[ \t]*COMPONENT[ \t:]+`?([\w.\-]+)`?[ \t]*>{0,3}[ \t]*$", re.M | re.I
+)
 _CLOSE = re.compile(r"^[ \t]*>>>[ \t]*$", re.M)
 _RATIONALE = re.compile(r"^[ \t*#]*RATIONALE[ \t*]*:[ \t*]*(.*)$", re.M | re.I | re.S)
 _FENCE = re.compile(r"^[ \t]*```[^\n`]*$", re.M)
@@ -49,10 +51,14 @@ def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> l
             f"({b.candidate_id}) are both on the Pareto frontier: each is the best on some "
             f"training examples where the other is not. Per-seed scores where either wins:\n"
             f"{wins_table(a, b)}",
-            "# Components of candidate A\n" + components_section(brief.specs, a.components, brief.targets),
+            "# Components of candidate A\n"
+            + components_section(brief.specs, a.components, brief.targets),
             "# The differing components in candidate B\n"
             + components_section(
-                [s for s in brief.specs if s.name in brief.targets], b.components, (), role="B's version"
+                [s for s in brief.specs if s.name in brief.targets],
+                b.components,
+                (),
+                role="B's version",
             ),
             evidence,
             f"# Your task\nWrite one version of {_names(brief.targets)} that keeps what makes A "

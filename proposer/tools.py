@@ -23,12 +23,12 @@ from schemas.records import content_hash
 __all__ = ["TOOL_SPECS", "Workspace"]
 
 
-def _tool(name: str, description: str, **params: str) -> dict[str, Any]:
+def _tool(tool_name: str, description: str, /, **params: str) -> dict[str, Any]:
     properties = {key: {"type": "string", "description": text} for key, text in params.items()}
     return {
         "type": "function",
         "function": {
-            "name": name,
+            "name": tool_name,
             "description": description,
             "parameters": {"type": "object", "properties": properties, "required": list(params)},
         },
@@ -36,19 +36,42 @@ def _tool(name: str, description: str, **params: str) -> dict[str, Any]:
 
 
 TOOL_SPECS: tuple[dict[str, Any], ...] = (
-    _tool("read_components", "Show every component of the draft with its kind, purpose and current text."),
-    _tool("list_failures", "Show the failing rollouts (input, output, verifier feedback, reward) and a few successes."),
-    _tool("read_trace", "Show the full trace of one rollout (truncated if long).", seed="the seed id"),
-    _tool("list_frontier", "List the candidates on the Pareto frontier with the seeds each one wins."),
-    _tool("read_candidate", "Show the components of another candidate.", candidate_id="candidate id"),
+    _tool(
+        "read_components",
+        "Show every component of the draft with its kind, purpose and current text.",
+    ),
+    _tool(
+        "list_failures",
+        "Show the failing rollouts (input, output, verifier feedback, reward) and a few successes.",
+    ),
+    _tool(
+        "read_trace", "Show the full trace of one rollout (truncated if long).", seed="the seed id"
+    ),
+    _tool(
+        "list_frontier", "List the candidates on the Pareto frontier with the seeds each one wins."
+    ),
+    _tool(
+        "read_candidate", "Show the components of another candidate.", candidate_id="candidate id"
+    ),
     _tool("diff", "Show how a candidate differs from its parent.", candidate_id="candidate id"),
     _tool(
         "edit_component",
         "Replace one passage of a component of the draft. `old` must occur exactly once.",
-        name="component name", old="exact text to replace", new="replacement text",
+        name="component name",
+        old="exact text to replace",
+        new="replacement text",
     ),
-    _tool("rewrite_component", "Replace the whole text of a component of the draft.", name="component name", text="the complete new text"),
-    _tool("submit", "Finish: submit the draft as the new candidate.", rationale="what you changed and why, in 1-3 sentences"),
+    _tool(
+        "rewrite_component",
+        "Replace the whole text of a component of the draft.",
+        name="component name",
+        text="the complete new text",
+    ),
+    _tool(
+        "submit",
+        "Finish: submit the draft as the new candidate.",
+        rationale="what you changed and why, in 1-3 sentences",
+    ),
 )
 
 
@@ -83,7 +106,9 @@ class Workspace:
         try:
             args = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            return f"error: the arguments of {name} are not valid JSON ({exc.msg}); send a JSON object"
+            return (
+                f"error: the arguments of {name} are not valid JSON ({exc.msg}); send a JSON object"
+            )
         if not isinstance(args, dict):
             return f"error: the arguments of {name} must be a JSON object"
         spec = next(s["function"] for s in TOOL_SPECS if s["function"]["name"] == name)
@@ -120,7 +145,9 @@ class Workspace:
         for tag, evaluation in self.brief.evaluations:
             if evaluation.seed == seed or (evaluation.seed == bare and tag == label.strip()):
                 limit = self._config.evidence_token_budget * CHARS_PER_TOKEN // 3
-                return f"trace of {seed} (reward {evaluation.reward}):\n" + render_trace(evaluation, limit)
+                return f"trace of {seed} (reward {evaluation.reward}):\n" + render_trace(
+                    evaluation, limit
+                )
         seeds = ", ".join(f"{t}:{e.seed}" if t else e.seed for t, e in self.brief.evaluations)
         return f"error: no rollout for seed {seed!r}; known seeds: {seeds}"
 
@@ -145,7 +172,8 @@ class Workspace:
             return f"error: unknown candidate {candidate_id!r}; use list_frontier"
         limit = self._config.max_prompt_chars * 2
         return "\n\n".join(
-            f"## {name}\n```\n{truncate(text, limit, 'component')}\n```" for name, text in view.components.items()
+            f"## {name}\n```\n{truncate(text, limit, 'component')}\n```"
+            for name, text in view.components.items()
         )
 
     def diff(self, candidate_id: str) -> str:
@@ -153,13 +181,18 @@ class Workspace:
         view = self.brief.candidate(candidate_id)
         if view is None:
             return f"error: unknown candidate {candidate_id!r}; use list_frontier"
-        return truncate(view.diff_from_parent, 4000, "diff") or f"{candidate_id} has no recorded diff (a seed candidate?)"
+        return (
+            truncate(view.diff_from_parent, 4000, "diff")
+            or f"{candidate_id} has no recorded diff (a seed candidate?)"
+        )
 
     def _editable(self, name: str) -> str | None:
         if name in self.brief.targets:
             return None
         kind = "read-only in this proposal" if name in self.draft else "unknown"
-        return f"error: component {name!r} is {kind}; you can change: {', '.join(self.brief.targets)}"
+        return (
+            f"error: component {name!r} is {kind}; you can change: {', '.join(self.brief.targets)}"
+        )
 
     def edit_component(self, name: str, old: str, new: str) -> str:
         """Replace the one occurrence of ``old`` in component ``name``."""

@@ -138,7 +138,9 @@ class ProposerConfig:
 
     def __post_init__(self) -> None:
         if not self.model:
-            raise UserError("proposer model is empty: set --reflection-model (GEPA_REFLECTION_MODEL)")
+            raise UserError(
+                "proposer model is empty: set --reflection-model (GEPA_REFLECTION_MODEL)"
+            )
         if self.mode not in MODES:
             raise UserError(f"proposer mode {self.mode!r} is not one of {', '.join(MODES)}")
         if self.max_steps < 1 or self.max_tokens < 1 or self.max_prompt_chars < 1:

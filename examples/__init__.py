@@ -1,0 +1,1 @@
+"""Example task containers built with the gepa-runtime container SDK."""

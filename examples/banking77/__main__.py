@@ -1,0 +1,67 @@
+"""``python -m examples.banking77``: serve the Banking77 container in one command.
+
+    python -m examples.banking77 --port 8100 --train-size 24 --holdout-size 40 [--token T]
+
+Flags override the ``B77_*`` and ``GEPA_STUDENT_MODEL`` environment variables; the endpoint
+comes from ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` (``gepa-runtime models serve`` prints them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+
+from container.cli import serve
+from examples.banking77.agent import StudentSettings
+from examples.banking77.data import SampleConfig
+from examples.banking77.program import PROGRAM_ID, create_banking77_app
+from schemas import UserError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse flags, build the app, serve it with uvicorn until Ctrl-C."""
+    sample = SampleConfig.from_env()
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.banking77",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8100, help="0 picks a free port")
+    parser.add_argument("--train-size", type=int, default=sample.train_size)
+    parser.add_argument("--holdout-size", type=int, default=sample.holdout_size)
+    parser.add_argument("--seed", type=int, default=sample.seed, help="sampling seed")
+    parser.add_argument("--model", help="student model (default: $GEPA_STUDENT_MODEL)")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("GEPA_CONTAINER_TOKEN"),
+        help="require Authorization: Bearer TOKEN",
+    )
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args(argv)
+    settings = StudentSettings.from_env()
+    if args.model:
+        settings = replace(settings, model=args.model)
+    try:
+        app = create_banking77_app(
+            settings=settings,
+            sample=SampleConfig(args.train_size, args.holdout_size, args.seed),
+            token=args.token or None,
+        )
+        asyncio.run(
+            serve(app, PROGRAM_ID, host=args.host, port=args.port, log_level=args.log_level)
+        )
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The Banking77 student: one chat completion against any OpenAI-compatible endpoint.
+
+The system message is the candidate's ``system_prompt`` (the mutable component) followed by
+the FIXED label list (``Labels: a, b, ...``), which the optimizer never edits; the user
+message is the query. Faults of the endpoint (rate limits, timeouts, dropped connections)
+propagate: the container SDK answers 429/503 and the optimizer retries, so the client itself
+does not retry.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from openai import AsyncOpenAI
+
+from container import AgentResult, Candidate, Task
+from examples.banking77.labels import parse_label
+
+__all__ = ["Banking77Agent", "StudentSettings", "build_messages", "system_message"]
+
+# USD per million (input, output) tokens, for the spend the optimizer caps.
+_PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4.1-mini": (0.40, 1.60), "gpt-4.1-nano": (0.10, 0.40)}
+
+
+@dataclass(frozen=True)
+class StudentSettings:
+    """Which student model to call and how."""
+
+    model: str
+    base_url: str | None = None
+    api_key: str = "local"
+    temperature: float = 0.0
+    max_tokens: int = 20
+    timeout_s: float = 120.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> StudentSettings:
+        """``GEPA_STUDENT_MODEL`` (default ``gpt-4o-mini`` when ``OPENAI_API_KEY`` is set,
+        else ``student``, the local server's alias), ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``.
+        """
+        env = os.environ if environ is None else environ
+        key = env.get("OPENAI_API_KEY") or ""
+        model = env.get("GEPA_STUDENT_MODEL") or ("gpt-4o-mini" if key else "student")
+        return cls(model=model, base_url=env.get("OPENAI_BASE_URL") or None, api_key=key or "local")
+
+    def client(self) -> AsyncOpenAI:
+        """An ``AsyncOpenAI`` client for these settings (no client-side retries)."""
+        return AsyncOpenAI(
+            base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=0
+        )
+
+
+def system_message(prompt: str, labels: Sequence[str]) -> str:
+    """The candidate prompt, then the fixed label list."""
+    return f"{prompt.rstrip()}\n\nLabels: {', '.join(labels)}"
+
+
+def build_messages(prompt: str, labels: Sequence[str], query: str) -> list[dict[str, str]]:
+    """The chat messages of one classification."""
+    return [
+        {"role": "system", "content": system_message(prompt, labels)},
+        {"role": "user", "content": query},
+    ]
+
+
+def _cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    price = _PRICES.get(model.removeprefix("openai/"))
+    if price is None:
+        return None
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+
+
+class Banking77Agent:
+    """Classify one query with the candidate prompt; ``run`` is the container target's body."""
+
+    def __init__(
+        self, client: AsyncOpenAI, settings: StudentSettings, labels: Sequence[str]
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.labels = tuple(labels)
+
+    async def run(self, task: Task, candidate: Candidate) -> AgentResult:
+        """One chat completion; the output is the parsed label (``unknown`` if none)."""
+        model = candidate.model or self.settings.model
+        messages = build_messages(candidate["system_prompt"], self.labels, str(task.input))
+        response = await self.client.chat.completions.create(
+            model=model,
+            messages=messages,  # type: ignore[arg-type]
+            temperature=self.settings.temperature,
+            max_tokens=self.settings.max_tokens,
+        )
+        raw = (response.choices[0].message.content or "") if response.choices else ""
+        usage = response.usage
+        input_tokens = usage.prompt_tokens if usage else 0
+        output_tokens = usage.completion_tokens if usage else 0
+        metadata: dict[str, Any] = {"raw_output": raw, "model": response.model or model}
+        return AgentResult(
+            output=parse_label(raw, self.labels),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=_cost(model, input_tokens, output_tokens),
+            messages=[*messages, {"role": "assistant", "content": raw}],
+            metadata=metadata,
+        )

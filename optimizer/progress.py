@@ -1,0 +1,75 @@
+"""A one-line progress display fed by run events: phase, paid calls / budget, best so far."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from schemas import Event
+
+__all__ = ["ProgressBar"]
+
+WIDTH = 24
+
+
+class ProgressBar:
+    """Redraws one line on a terminal; on a pipe, prints a line per notable change."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._out = stream or sys.stderr
+        self._tty = self._out.isatty()
+        self.phase = "starting"
+        self.paid = 0
+        self.cached = 0
+        self.limit: int | None = None
+        self.best: float | None = None
+        self.candidates = 0
+        self._last = 0.0
+
+    def __call__(self, event: Event) -> None:
+        data = event.data
+        notable = False
+        if event.type == "phase":
+            self.phase, notable = str(data.get("phase")), True
+        elif event.type == "program":
+            self.limit = data.get("budget", {}).get("max_metric_calls")
+        elif event.type == "trials":
+            budget = data.get("budget", {})
+            self.paid, self.cached = int(budget.get("paid", 0)), int(budget.get("cached", 0))
+            self.limit = budget.get("limit", self.limit)
+        elif event.type == "candidate":
+            self.candidates += 1
+        elif event.type == "frontier" and data.get("best"):
+            self.best, notable = float(data["best"]["mean"]), True
+        elif event.type == "scored" and self.best is None and data.get("mean") is not None:
+            self.best, notable = float(data["mean"]), True
+        self._draw(force=notable)
+
+    def line(self) -> str:
+        """The current status line."""
+        if self.limit:
+            filled = min(WIDTH, int(WIDTH * self.paid / self.limit))
+            bar = f"[{'#' * filled}{'.' * (WIDTH - filled)}] {self.paid}/{self.limit} paid"
+        else:
+            bar = f"{self.paid} paid"
+        best = "n/a" if self.best is None else f"{self.best:.3f}"
+        return f"{self.phase:<20} {bar}, {self.cached} cached | candidates {self.candidates} | best train {best}"
+
+    def _draw(self, *, force: bool) -> None:
+        now = time.monotonic()
+        if self._tty:
+            if force or now - self._last > 0.1:
+                self._out.write("\r" + self.line()[:150].ljust(150))
+                self._out.flush()
+                self._last = now
+        elif force or now - self._last > 10:
+            self._out.write(self.line() + "\n")
+            self._out.flush()
+            self._last = now
+
+    def close(self) -> None:
+        """End the line on a terminal."""
+        if self._tty:
+            self._out.write("\n")
+            self._out.flush()
