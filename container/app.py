@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from container.dataset import Dataset
-from container.faults import RequestRejected, error_json, error_response
+from container.faults import RequestRejected, error_json, error_response, fault_status
 from container.program import ServedProgram, build_served_program
 from container.rollout import run_rollout
 from container.splits import Splits
@@ -60,7 +60,9 @@ def create_app(
         if not hmac.compare_digest(given, expected_auth):
             reason = "missing" if not given else "wrong"
             raise RequestRejected(
-                401, "Unauthorized", f"{reason} bearer token; send Authorization: Bearer <token>",
+                401,
+                "Unauthorized",
+                f"{reason} bearer token; send Authorization: Bearer <token>",
                 headers={"WWW-Authenticate": "Bearer"},
             )
 
@@ -83,14 +85,21 @@ def create_app(
         except RequestRejected as exc:
             return error_response(exc)
         except Exception as exc:  # the target's or verifier's failure: answered, never scored
-            logger.exception("rollout failed in target %r", target.id)
+            if fault_status(exc)[0] == 500:
+                logger.exception("rollout of %r failed", target.id)
+            else:
+                logger.warning(
+                    "rollout of %r: retryable fault %s: %s", target.id, type(exc).__name__, exc
+                )
             return error_response(exc)
         return JSONResponse(response.model_dump(mode="json"))
 
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
-        return error_json(status, "HTTPError", f"{request.method} {request.url.path}: {detail}")
+        headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else None
+        message = f"{request.method} {request.url.path}: {detail}"
+        return error_json(status, "HTTPError", message, headers=headers)  # keeps 405's Allow
 
     app = Starlette(
         routes=[

@@ -32,21 +32,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("spec", metavar="MODULE[:TARGET]",
-                        help="dotted module or .py file; TARGET is needed if it has several targets")
-    parser.add_argument("--dataset", default=env("GEPA_DATASET"),
-                        help="JSONL/JSON/CSV file or folder (default: the decorator's dataset=)")
-    parser.add_argument("--verifier", default=env("GEPA_VERIFIER"),
-                        help="verifier JSON file, built-in name or module:function (default: normalized)")
-    parser.add_argument("--splits-file", default=env("GEPA_SPLITS_FILE"),
-                        help='JSON {"train": [...], "val": [...], "holdout": [...]}')
+    parser.add_argument(
+        "spec",
+        metavar="MODULE[:TARGET]",
+        help="dotted module or .py file; TARGET is needed if it has several targets",
+    )
+    parser.add_argument(
+        "--dataset",
+        default=env("GEPA_DATASET"),
+        help="JSONL/JSON/CSV file or folder (default: the decorator's dataset=)",
+    )
+    parser.add_argument(
+        "--verifier",
+        default=env("GEPA_VERIFIER"),
+        help="verifier JSON file, built-in name or module:function (default: normalized)",
+    )
+    parser.add_argument(
+        "--splits-file",
+        default=env("GEPA_SPLITS_FILE"),
+        help='JSON {"train": [...], "val": [...], "holdout": [...]}',
+    )
     parser.add_argument("--host", default=env("GEPA_CONTAINER_HOST", "127.0.0.1"))
-    parser.add_argument("--port", default=env("GEPA_CONTAINER_PORT", "8100"),
-                        help="port to listen on; 0 picks a free one (default 8100)")
-    parser.add_argument("--token", default=env("GEPA_CONTAINER_TOKEN"),
-                        help="require Authorization: Bearer TOKEN on /program and /rollout")
-    parser.add_argument("--log-level", default=env("GEPA_LOG_LEVEL", "info"),
-                        choices=["critical", "error", "warning", "info", "debug"])
+    parser.add_argument(
+        "--port",
+        default=env("GEPA_CONTAINER_PORT", "8100"),
+        help="port to listen on; 0 picks a free one (default 8100)",
+    )
+    parser.add_argument(
+        "--token",
+        default=env("GEPA_CONTAINER_TOKEN"),
+        help="require Authorization: Bearer TOKEN on /program and /rollout",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=env("GEPA_LOG_LEVEL", "info"),
+        choices=["critical", "error", "warning", "info", "debug"],
+    )
     parser.set_defaults(func=_run)
 
 
@@ -54,19 +75,26 @@ def _run(args: argparse.Namespace) -> int:
     try:
         port = int(args.port)
     except ValueError:
-        raise UserError(f"--port / GEPA_CONTAINER_PORT must be a number, got {args.port!r}") from None
+        raise UserError(
+            f"--port / GEPA_CONTAINER_PORT must be a number, got {args.port!r}"
+        ) from None
     if not 0 <= port <= 65535:
         raise UserError(f"--port must be in 0..65535, got {port}")
     target = load_target(args.spec)
     app = create_app(
-        target, dataset=args.dataset, splits=args.splits_file, verifier=args.verifier,
+        target,
+        dataset=args.dataset,
+        splits=args.splits_file,
+        verifier=args.verifier,
         token=args.token or None,
     )
     asyncio.run(serve(app, target.id, host=args.host, port=port, log_level=args.log_level))
     return 0
 
 
-async def serve(app: Any, program_id: str, *, host: str, port: int, log_level: str = "info") -> None:
+async def serve(
+    app: Any, program_id: str, *, host: str, port: int, log_level: str = "info"
+) -> None:
     """Run ``app`` with uvicorn until stopped, announcing the address once listening."""
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="off")
     server = _AnnouncingServer(config, program_id)

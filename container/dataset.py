@@ -34,8 +34,12 @@ EXPECTED_COLUMNS = ("expected", "label", "answer", "category", "output", "target
 SUFFIXES = (".jsonl", ".json", ".csv")
 COMPANIONS = ("splits.json", "verifier.json")
 SPLIT_STEMS = {
-    "train": "train", "val": "val", "validation": "val", "dev": "val",
-    "holdout": "holdout", "test": "holdout",
+    "train": "train",
+    "val": "val",
+    "validation": "val",
+    "dev": "val",
+    "holdout": "holdout",
+    "test": "holdout",
 }
 
 
@@ -71,7 +75,8 @@ def load_dataset(path: str | Path) -> Dataset:
     root = Path(path)
     if root.is_dir():
         files = sorted(
-            p for p in root.iterdir()
+            p
+            for p in root.iterdir()
             if p.is_file() and p.suffix.lower() in SUFFIXES and p.name not in COMPANIONS
         )
         if not files:
@@ -122,7 +127,9 @@ def _read(file: Path) -> Iterator[dict[str, Any]]:
         try:
             for i, row in enumerate(csv.DictReader(io.StringIO(text, newline=""))):
                 if None in row:
-                    raise UserError(f"dataset file {file}, row {i}: more values than header columns")
+                    raise UserError(
+                        f"dataset file {file}, row {i}: more values than header columns"
+                    )
                 yield row
         except csv.Error as exc:
             raise UserError(f"dataset file {file}: invalid CSV ({exc})") from exc
@@ -134,7 +141,9 @@ def _read(file: Path) -> Iterator[dict[str, Any]]:
         return
     data = _json(file, text, "file")
     if not isinstance(data, list):
-        raise UserError(f"dataset file {file} must hold a JSON list of objects, got {type(data).__name__}")
+        raise UserError(
+            f"dataset file {file} must hold a JSON list of objects, got {type(data).__name__}"
+        )
     for i, item in enumerate(data):
         yield _object(file, item, f"item {i}")
 
@@ -148,7 +157,9 @@ def _json(file: Path, text: str, where: str) -> Any:
 
 def _object(file: Path, value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise UserError(f"dataset file {file}, {where}: expected an object, got {type(value).__name__}")
+        raise UserError(
+            f"dataset file {file}, {where}: expected an object, got {type(value).__name__}"
+        )
     return value
 
 

@@ -50,8 +50,12 @@ def compute_fingerprint(
 
 def source_of(obj: Any) -> str:
     """The source text of a function, class or module; its bytecode when there is no source."""
-    if not (inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj)
-            or inspect.ismodule(obj)):
+    if not (
+        inspect.isfunction(obj)
+        or inspect.ismethod(obj)
+        or inspect.isclass(obj)
+        or inspect.ismodule(obj)
+    ):
         obj = type(obj)  # a callable object: its class holds the code (a repr holds an address)
     try:
         filename = inspect.getsourcefile(obj)

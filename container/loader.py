@@ -74,7 +74,9 @@ def load_target(spec: str) -> Target:
         if isinstance(found, Target):
             return found
         known = ", ".join(sorted(targets)) or "none"
-        raise UserError(f"module {module_name!r} has no optimization target {name!r}; found: {known}")
+        raise UserError(
+            f"module {module_name!r} has no optimization target {name!r}; found: {known}"
+        )
     if len(targets) == 1:
         return next(iter(targets.values()))
     if not targets:

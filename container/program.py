@@ -58,4 +58,6 @@ def build_served_program(
         seeds=split.to_seeds(),
         metadata={"dataset_size": len(data), "verifier": scorer.name},
     )
-    return ServedProgram(target=target, dataset=data, splits=split, verifier=scorer, program=program)
+    return ServedProgram(
+        target=target, dataset=data, splits=split, verifier=scorer, program=program
+    )

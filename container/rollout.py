@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import time
 from dataclasses import replace
@@ -13,8 +14,8 @@ from pydantic_core import to_jsonable_python
 from container.faults import RequestRejected
 from container.program import ServedProgram
 from container.results import AgentResult, coerce_result
+from container.target import Target, is_async_callable
 from container.task import Candidate, Task
-from container.target import Target
 from schemas import RolloutRequest, RolloutResponse, Trace, Usage
 
 __all__ = ["call_target", "run_rollout"]
@@ -46,7 +47,7 @@ async def run_rollout(served: ServedProgram, request: RolloutRequest) -> Rollout
 async def call_target(target: Target, task: Task, candidate: Candidate) -> Any:
     """Call the target: awaited when async, in a worker thread when sync."""
     fn = target.fn
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+    if is_async_callable(fn):
         return await fn(task, candidate)
     value = await anyio.to_thread.run_sync(fn, task, candidate)
     if inspect.isawaitable(value):
@@ -58,7 +59,8 @@ def _resolve(served: ServedProgram, request: RolloutRequest) -> tuple[Task, Cand
     task = served.dataset.get(request.seed)
     if task is None:
         raise RequestRejected(
-            404, "UnknownSeed",
+            404,
+            "UnknownSeed",
             f"unknown seed {request.seed!r}; program {served.target.id!r} has "
             f"{len(served.dataset)} seeds, listed by GET /program",
         )
@@ -72,10 +74,12 @@ def _resolve(served: ServedProgram, request: RolloutRequest) -> tuple[Task, Cand
         if unknown:
             problems.append(f"unknown component(s): {', '.join(unknown)}")
         raise RequestRejected(
-            422, "ComponentMismatch",
+            422,
+            "ComponentMismatch",
             f"candidate {'; '.join(problems)}; the program's components are: {', '.join(expected)}",
         )
-    task = replace(task, split=served.splits.split_of(task.name))
+    # a copy: a target that edits its task's input or metadata must not edit the dataset
+    task = replace(copy.deepcopy(task), split=served.splits.split_of(task.name))
     candidate = Candidate(
         components={n: request.candidate[n] for n in expected},
         candidate_id=request.candidate_id,
@@ -91,8 +95,13 @@ def _trace(result: AgentResult) -> Trace:
         events.append(
             {"type": "agent_result", "trace_id": result.trace_id, "metadata": result.metadata or {}}
         )
-    return Trace.model_validate(to_jsonable_python({
-        "messages": [*trace.messages, *(result.messages or [])],
-        "tool_calls": trace.tool_calls,
-        "events": events,
-    }, fallback=str))
+    return Trace.model_validate(
+        to_jsonable_python(
+            {
+                "messages": [*trace.messages, *(result.messages or [])],
+                "tool_calls": trace.tool_calls,
+                "events": events,
+            },
+            fallback=str,
+        )
+    )

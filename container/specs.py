@@ -106,12 +106,23 @@ class LlmJudgeSpec(_Spec):
 
 
 VerifierSpec = Annotated[
-    ExactSpec | NormalizedSpec | ContainsSpec | RegexSpec | JsonFieldSpec | NumericSpec
+    ExactSpec
+    | NormalizedSpec
+    | ContainsSpec
+    | RegexSpec
+    | JsonFieldSpec
+    | NumericSpec
     | LlmJudgeSpec,
     Field(discriminator="type"),
 ]
 BUILTIN_TYPES: tuple[str, ...] = (
-    "exact", "normalized", "contains", "regex", "json_field", "numeric", "llm_judge",
+    "exact",
+    "normalized",
+    "contains",
+    "regex",
+    "json_field",
+    "numeric",
+    "llm_judge",
 )
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(VerifierSpec)
 

@@ -23,8 +23,14 @@ from schemas import Seeds, UserError
 __all__ = ["SPLIT_NAMES", "Splits", "default_splits", "load_splits"]
 
 SPLIT_NAMES = ("train", "val", "holdout")
-_ALIASES = {"train": "train", "val": "val", "validation": "val", "dev": "val",
-            "holdout": "holdout", "test": "holdout"}
+_ALIASES = {
+    "train": "train",
+    "val": "val",
+    "validation": "val",
+    "dev": "val",
+    "holdout": "holdout",
+    "test": "holdout",
+}
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,8 @@ def default_splits(
 
     return Splits(
         train=pick(order[:n_train]),
-        val=pick(order[n_train:n_train + n_val]),
-        holdout=pick(order[n_train + n_val:]),
+        val=pick(order[n_train : n_train + n_val]),
+        holdout=pick(order[n_train + n_val :]),
     )
 
 
@@ -106,7 +112,9 @@ def _read(path: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"splits file {path} is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
-        raise UserError(f'splits file {path} must be an object like {{"train": [...], "holdout": [...]}}')
+        raise UserError(
+            f'splits file {path} must be an object like {{"train": [...], "holdout": [...]}}'
+        )
     return data
 
 
@@ -123,13 +131,19 @@ def _from_mapping(dataset: Dataset, data: dict[str, Any], where: str) -> Splits:
         splits[_ALIASES[key]].extend(names)
     missing = sorted({n for names in splits.values() for n in names if n not in dataset})
     if missing:
-        shown = ", ".join(missing[:20]) + (f" (+{len(missing) - 20} more)" if len(missing) > 20 else "")
-        raise UserError(f"splits in {where} name {len(missing)} seed(s) not in the dataset: {shown}")
+        shown = ", ".join(missing[:20]) + (
+            f" (+{len(missing) - 20} more)" if len(missing) > 20 else ""
+        )
+        raise UserError(
+            f"splits in {where} name {len(missing)} seed(s) not in the dataset: {shown}"
+        )
     seen: dict[str, str] = {}
     for split, names in splits.items():
         for name in names:
             if seen.get(name, split) != split:
-                raise UserError(f"splits in {where}: seed {name!r} is in both {seen[name]} and {split}")
+                raise UserError(
+                    f"splits in {where}: seed {name!r} is in both {seen[name]} and {split}"
+                )
             seen[name] = split
     if not splits["train"]:
         raise UserError(f"splits in {where}: the train split is empty")

@@ -23,6 +23,7 @@ __all__ = [
     "clear_optimization_targets",
     "default_registry",
     "get_optimization_target",
+    "is_async_callable",
     "list_optimization_targets",
     "optimize",
 ]
@@ -73,9 +74,7 @@ class Registry:
             return self.targets[target_id]
         except KeyError:
             known = ", ".join(sorted(self.targets)) or "none"
-            raise UserError(
-                f"no optimization target {target_id!r}; registered: {known}"
-            ) from None
+            raise UserError(f"no optimization target {target_id!r}; registered: {known}") from None
 
     def list(self) -> list[Target]:
         """All targets, in registration order."""
@@ -154,13 +153,22 @@ def clear_optimization_targets() -> None:
     default_registry.clear()
 
 
+def is_async_callable(fn: Any) -> bool:
+    """True for an ``async def`` function or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
 def _components(target_id: str, baseline: Any, component: str) -> dict[str, str]:
     if isinstance(baseline, str):
         if not component:
             raise UserError(f"@optimize(id={target_id!r}) needs a non-empty component= name")
         return {component: baseline}
     if isinstance(baseline, Mapping) and baseline:
-        bad = [str(k) for k, v in baseline.items() if not (isinstance(k, str) and k and isinstance(v, str))]
+        bad = [
+            str(k)
+            for k, v in baseline.items()
+            if not (isinstance(k, str) and k and isinstance(v, str))
+        ]
         if bad:
             raise UserError(
                 f"@optimize(id={target_id!r}) baseline must map component names to text; "

@@ -25,6 +25,7 @@ from container.fingerprint import source_of
 from container.judge import make_llm_judge
 from container.results import AgentResult, Score, coerce_score
 from container.specs import BUILTIN_TYPES, LlmJudgeSpec, parse_spec
+from container.target import is_async_callable
 from container.task import Task
 from schemas import UserError
 
@@ -98,10 +99,9 @@ def _callable(fn: Any, name: str) -> Verifier:
     if not callable(fn):
         raise UserError(f"verifier {name} is not callable")
     source = source_of(fn)
-    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)
+    return Verifier(
+        name=name, spec=f"{_qualname(fn)}\n{source}", fn=fn, in_thread=not is_async_callable(fn)
     )
-    return Verifier(name=name, spec=f"{_qualname(fn)}\n{source}", fn=fn, in_thread=not is_async)
 
 
 def _builtin(data: Any, where: str) -> Verifier:
@@ -203,7 +203,9 @@ def _json_field(spec: Any) -> VerifierFn:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
-                return _verdict(False, _short(result.output), want, " (the output is not valid JSON)")
+                return _verdict(
+                    False, _short(result.output), want, " (the output is not valid JSON)"
+                )
         for part in spec.field.split("."):
             if isinstance(value, dict) and part in value:
                 value = value[part]
@@ -235,7 +237,9 @@ def _numeric(spec: Any) -> VerifierFn:
         got = _first_number(result.output)
         tolerance = f" (tolerance abs {spec.abs_tol:g}, rel {spec.rel_tol:g})"
         if got is None:
-            return _verdict(False, _short(result.output), f"{expected:g}", " (no number in the output)")
+            return _verdict(
+                False, _short(result.output), f"{expected:g}", " (no number in the output)"
+            )
         ok = math.isclose(got, expected, rel_tol=spec.rel_tol, abs_tol=spec.abs_tol)
         return _verdict(ok, f"{got:g}", f"{expected:g}", tolerance)
 

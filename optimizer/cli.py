@@ -21,6 +21,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "optimizer.cli_schema",
     "container.cli",
     "optimizer.cli_optimize",
+    "optimizer.cli_runs",
+    "optimizer.cli_serve",
     "optimizer.cli_models",
 )
 

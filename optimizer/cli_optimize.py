@@ -1,17 +1,30 @@
-"""``gepa-runtime optimize run [RUN_ID]``: run (or resume) an optimization from the shell."""
+"""``gepa-runtime optimize create | dry-run | run``: create, check and run optimizations.
+
+``create`` validates and stores a run and prints the commands that check and run it;
+``dry-run`` checks everything that needs no model call; ``run`` runs a stored run (or
+resumes it) by id, or does everything in one shot without one. ``--module`` serves the
+target in-process (:mod:`optimizer.embedded`); ``--server URL`` hands the run to a
+``gepa-runtime serve`` and follows its events instead of running here.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shlex
 import sys
+from pathlib import Path
 
 from optimizer.cli_flags import add_config_flags, add_workspace_flag, config_from_args, config_overrides
+from optimizer.embedded import absolute_paths, run_stored, stored_config
+from optimizer.preflight import preflight, render_findings
 from optimizer.progress import ProgressBar
 from optimizer.report import promotion_summary
 from optimizer.run import RunResult, run_optimization
-from schemas import RunConfig, UserError
-from workspace import resolve_workspace
+from optimizer.service.remote import ServiceClient
+from schemas import GepaError, RunConfig, UserError
+from workspace import Workspace, resolve_workspace
 
 __all__ = ["add_parser", "check_runnable"]
 
@@ -22,15 +35,25 @@ OFFLINE_HINT = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register ``optimize`` and its ``run`` subcommand."""
+    """Register ``optimize`` and its ``create``, ``dry-run`` and ``run`` subcommands."""
     parser = sub.add_parser("optimize", help="create, check and run optimizations")
     commands = parser.add_subparsers(dest="optimize_command", metavar="SUBCOMMAND", required=True)
-    run = commands.add_parser("run", help="run an optimization (one shot), or resume RUN_ID")
-    run.add_argument("run_id", nargs="?", default=None, help="resume this run")
-    add_workspace_flag(run)
-    add_config_flags(run)
+    create = commands.add_parser("create", help="validate and store a run; print the commands that check and run it")
+    create.add_argument("--run-id", default=None, help="id of the new run (default: run-<10 hex>)")
+    dry = commands.add_parser("dry-run", help="check a run (or the flags) without calling any model")
+    dry.add_argument("run_id", nargs="?", default=None, help="the stored run to check (default: the flags)")
+    run = commands.add_parser("run", help="run an optimization (one shot), or run/resume RUN_ID")
+    run.add_argument("run_id", nargs="?", default=None, help="run or resume this run")
     run.add_argument("--quiet", action="store_true", help="no progress line")
-    run.set_defaults(func=_run)
+    for command, func in ((create, _create), (dry, _dry_run), (run, _run)):
+        add_workspace_flag(command)
+        add_config_flags(command)
+        if command is not dry:
+            command.add_argument("--server", default=os.environ.get("GEPA_SERVER"), metavar="URL",
+                                 help="send the run to this `gepa-runtime serve` (env GEPA_SERVER)")
+            command.add_argument("--server-token", default=os.environ.get("GEPA_SERVE_TOKEN"),
+                                 help="the service's bearer token (env GEPA_SERVE_TOKEN)")
+        command.set_defaults(func=func)
 
 
 def check_runnable(config: RunConfig) -> None:
@@ -41,30 +64,139 @@ def check_runnable(config: RunConfig) -> None:
         raise UserError(f"no reflection model: pass --reflection-model MODEL (env GEPA_REFLECTION_MODEL); {OFFLINE_HINT}")
 
 
+def _new_config(args: argparse.Namespace) -> RunConfig:
+    """The config of a new run from flags and env: checked, budget defaulted, paths pinned."""
+    config = config_from_args(args)
+    if not config.budget_given():
+        config = config.model_copy(update={"auto": "light"})
+        print("no budget given: using --auto light (see README for the formula)", file=sys.stderr)
+    check_runnable(config)
+    return absolute_paths(config)
+
+
 def _print_result(result: RunResult) -> None:
     print(promotion_summary(result.evidence))
     print(f"run id:   {result.run_id}")
     print(f"evidence: {result.evidence_dir}/evidence.json and {result.evidence_dir}/report.md")
 
 
-def _run(args: argparse.Namespace) -> int:
+def _where(args: argparse.Namespace, root: Path) -> str:
+    if args.server:
+        return f"--server {shlex.quote(args.server)}" + (" --server-token \"$GEPA_SERVE_TOKEN\"" if args.server_token else "")
+    return f"--workspace {shlex.quote(str(root))}"
+
+
+def _create(args: argparse.Namespace) -> int:
+    config = _new_config(args)
     root = resolve_workspace(args.workspace)
-    if args.run_id is None:
-        config = config_from_args(args)
-        if not config.budget_given():
-            config = config.model_copy(update={"auto": "light"})
-            print("no budget given: using --auto light (see README for the formula)", file=sys.stderr)
-        check_runnable(config)
-        overrides = None
+    if args.server:
+        run_id = asyncio.run(_remote_create(args, config))["run_id"]
+        place = f"on {args.server} (console: {args.server.rstrip('/')}/runs/{run_id})"
     else:
-        overrides = config_from_args(args) if config_overrides(args) else None
+        run_id = asyncio.run(_local_create(root, config, args.run_id))
+        place = f"in workspace {root}"
+    where = _where(args, root)
+    token = " --token \"$GEPA_CONTAINER_TOKEN\"" if args.token and not args.server else ""
+    print(run_id)
+    print(f"created run {run_id} {place} (not started)")
+    if not args.server:
+        print(f"  check it: gepa-runtime optimize dry-run {run_id} {where}{token}")
+    print(f"  run it:   gepa-runtime optimize run {run_id} {where}{token}")
+    if token:
+        print("  (the container token is never stored: pass it again with --token or GEPA_CONTAINER_TOKEN)")
+    return 0
+
+
+async def _local_create(root: Path, config: RunConfig, run_id: str | None) -> str:
+    async with Workspace(root) as ws:
+        return (await ws.create_run(config, run_id)).run_id
+
+
+async def _remote_create(args: argparse.Namespace, config: RunConfig, *, start: bool = False) -> dict[str, object]:
+    client = ServiceClient(args.server, token=args.server_token)
+    try:
+        return await client.create(config, run_id=getattr(args, "run_id", None) if not start else None, start=start)
+    finally:
+        await client.aclose()
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    async def check() -> tuple[str, RunConfig]:
+        if args.run_id is None:
+            return "the flags", _new_config(args)
+        async with Workspace(resolve_workspace(args.workspace)) as ws:
+            record = await ws.get_run(args.run_id)
+        stored = stored_config(record)
+        given = config_overrides(args)
+        update = {k: v for k, v in given.items() if k in ("containers", "container_token")}
+        if update.get("containers"):  # checking the run against other containers than its module
+            update.update(dict.fromkeys(("module", "target", "dataset", "verifier", "splits_file")))
+        return f"run {args.run_id}", RunConfig.model_validate({**stored.model_dump(), **update})
+
+    what, config = asyncio.run(check())
+    print(f"dry-run of {what} (no model is called, no rollout is sent)")
+    findings = asyncio.run(preflight(config))
+    print(render_findings(findings))
+    return 0 if all(f.ok for f in findings) else 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.server:
+        return asyncio.run(_run_remote(args))
+    root = resolve_workspace(args.workspace)
     bar = None if args.quiet else ProgressBar()
     try:
-        result = asyncio.run(run_optimization(
-            overrides if args.run_id else config, workspace=root, run_id=args.run_id, on_event=bar,
-        ))
+        result = asyncio.run(_run_local(args, root, bar))
     finally:
         if bar is not None:
             bar.close()
     _print_result(result)
+    return 0
+
+
+def _serving(url: str) -> None:
+    print(f"serving the --module target in-process on {url}", file=sys.stderr)
+
+
+async def _run_local(args: argparse.Namespace, root: Path, bar: ProgressBar | None) -> RunResult:
+    if args.run_id is None:
+        config = _new_config(args)
+        if not config.module:
+            return await run_optimization(config, workspace=root, on_event=bar)
+        async with Workspace(root) as ws:
+            record = await ws.create_run(config)
+            return await run_stored(ws, record.run_id, secrets=config, on_event=bar, on_serving=_serving)
+    overrides = config_from_args(args) if config_overrides(args) else None
+    async with Workspace(root) as ws:
+        return await run_stored(ws, args.run_id, secrets=overrides, on_event=bar, on_serving=_serving)
+
+
+async def _run_remote(args: argparse.Namespace) -> int:
+    client = ServiceClient(args.server, token=args.server_token)
+    try:
+        if args.run_id is None:
+            view = await client.create(_new_config(args), start=True)
+        else:
+            view = await client.run(args.run_id)
+            if view["status"] != "completed" and not view["active"]:
+                view = await client.start(args.run_id)
+        run_id = str(view["run_id"])
+        print(f"run {run_id} on {client.base_url}; console: {client.base_url}/runs/{run_id}", file=sys.stderr)
+        bar = None if args.quiet else ProgressBar()
+        try:
+            end = await client.follow(run_id, bar or (lambda event: None))
+        finally:
+            if bar is not None:
+                bar.close()
+        if end.get("status") != "completed":
+            raise GepaError(
+                f"run {run_id} ended {end.get('status')}: {end.get('error') or 'no error recorded'}; "
+                f"resume it with `gepa-runtime optimize run {run_id} --server {client.base_url}`"
+            )
+        packet = await client.evidence(run_id)
+    finally:
+        await client.aclose()
+    print(promotion_summary(packet))
+    print(f"run id:   {run_id}")
+    print(f"console:  {client.base_url}/runs/{run_id}")
     return 0

@@ -167,9 +167,9 @@ def render_evaluations(
         lines = [render_success(e, label) for e in successes[:_MAX_SUCCESSES]]
         room = budget - used
         lines = [line for line in lines if (room := room - len(line)) >= 0]
-        sections.append(f"## Successes ({len(successes)})\n" + "\n".join(lines))
         if len(lines) < len(successes):
-            sections.append(f"({len(successes) - len(lines)} more successes not shown)")
+            lines.append(f"({len(successes) - len(lines)} more successes not shown)")
+        sections.append(f"## Successes ({len(successes)}: behaviour to keep)\n" + "\n".join(lines))
     return "\n\n".join(sections)
 
 

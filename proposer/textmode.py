@@ -109,7 +109,7 @@ def parse_reply(content: str, targets: tuple[str, ...]) -> tuple[dict[str, str],
         for stop in (_CLOSE.search(body), _RATIONALE.search(body)):
             if stop:
                 body = body[: stop.start()]
-        body = _unfence(body)
+        body = _unfence(body.rstrip().removesuffix(">>>"))
         if match.group(1) in targets and not body.startswith(_PLACEHOLDER):
             found[match.group(1)] = body
     first = opens[0].start() if opens else len(content)

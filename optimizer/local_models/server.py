@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,9 @@ class LlamaServer:
     """``python -m llama_cpp.server`` for one GGUF under one alias, as a child process.
 
     Use ``with LlamaServer(path) as server:`` or ``async with``; ``base_url`` is the
-    OpenAI-compatible ``http://127.0.0.1:PORT/v1``. ``port=None`` picks a free port.
+    OpenAI-compatible ``http://127.0.0.1:PORT/v1``. ``port=None`` picks a free port; ``env``
+    adds variables to the child's environment; ``stop_timeout`` is the grace period between
+    terminate and kill.
     """
 
     def __init__(
@@ -58,6 +61,8 @@ class LlamaServer:
         n_threads: int = 2,
         startup_timeout: float = 120.0,
         log_path: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        stop_timeout: float = 10.0,
     ) -> None:
         self.model = Path(model)
         self.alias = alias
@@ -67,7 +72,10 @@ class LlamaServer:
         self.n_threads = n_threads
         self.startup_timeout = startup_timeout
         self.log_path = log_path
+        self.env = dict(env or {})
+        self.stop_timeout = stop_timeout
         self._proc: subprocess.Popen[bytes] | None = None
+        self._own_log = False
 
     @property
     def base_url(self) -> str:
@@ -92,6 +100,7 @@ class LlamaServer:
             fd, name = tempfile.mkstemp(prefix=f"llama-{self.alias}-", suffix=".log")
             os.close(fd)
             self.log_path = Path(name)
+            self._own_log = True
         cmd = [
             sys.executable,
             "-m",
@@ -111,7 +120,11 @@ class LlamaServer:
         ]
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
             )
 
     def _check_alive(self) -> None:
@@ -123,9 +136,13 @@ class LlamaServer:
             )
 
     def _ready(self, response: httpx.Response) -> bool:
-        return response.status_code == 200 and any(
-            m.get("id") == self.alias for m in response.json().get("data", [])
-        )
+        if response.status_code != 200:
+            return False
+        try:
+            models = response.json().get("data", [])
+        except (ValueError, AttributeError):
+            return False  # something else answers on this port, or a half-started server
+        return any(isinstance(m, dict) and m.get("id") == self.alias for m in models)
 
     def wait_ready(self) -> None:
         """Block until ``GET /v1/models`` lists the alias; raise if the child dies or stalls."""
@@ -157,17 +174,22 @@ class LlamaServer:
         await asyncio.to_thread(self.stop)
         raise ModelServerError(f"{self.alias} not ready after {self.startup_timeout}s")
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Terminate this child (and only it), then kill it if it lingers."""
+    def stop(self) -> None:
+        """Terminate this child (and only it), then kill it if it lingers.
+
+        A log file this object created is removed, unless the child had died on its own.
+        """
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
         proc.terminate()
         try:
-            proc.wait(timeout=timeout)
+            proc.wait(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if self._own_log and self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
 
     def __enter__(self) -> LlamaServer:
         self.spawn()

@@ -12,8 +12,18 @@ import pytest
 
 from container import Registry, Target, optimize
 
-LABELS = ["card_arrival", "card_arrival", "card_arrival", "card_arrival", "card_arrival",
-          "lost_card", "lost_card", "lost_card", "lost_card", "lost_card"]
+LABELS = [
+    "card_arrival",
+    "card_arrival",
+    "card_arrival",
+    "card_arrival",
+    "card_arrival",
+    "lost_card",
+    "lost_card",
+    "lost_card",
+    "lost_card",
+    "lost_card",
+]
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:

@@ -20,10 +20,16 @@ ClientFor = Callable[..., httpx.AsyncClient]
 BASELINE = "Classify the message."
 
 
-def _body(seed: str = "row-0", candidate: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
-    return {"run_id": "run-1", "candidate_id": "cand-1",
-            "candidate": candidate if candidate is not None else {"system_prompt": BASELINE},
-            "seed": seed, **extra}
+def _body(
+    seed: str = "row-0", candidate: dict[str, str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "run_id": "run-1",
+        "candidate_id": "cand-1",
+        "candidate": candidate if candidate is not None else {"system_prompt": BASELINE},
+        "seed": seed,
+        **extra,
+    }
 
 
 def _label_target(**options: Any) -> Any:
@@ -50,8 +56,13 @@ async def test_health_and_program(dataset_path: Path, client_for: ClientFor) -> 
     parsed = Program.model_validate(program.json())
     assert parsed.program_id == "b77" and parsed.protocol == PROTOCOL
     assert [c.model_dump() for c in parsed.components] == [
-        {"name": "system_prompt", "kind": "prompt", "description": "Intent classification",
-         "text": BASELINE}]
+        {
+            "name": "system_prompt",
+            "kind": "prompt",
+            "description": "Intent classification",
+            "text": BASELINE,
+        }
+    ]
     assert (len(parsed.seeds.train), len(parsed.seeds.val), len(parsed.seeds.holdout)) == (6, 2, 2)
     assert len(parsed.fingerprint) == 64 and parsed.objectives == ["reward"]
 
@@ -63,11 +74,17 @@ async def test_rollout_with_agent_result(dataset_path: Path, client_for: ClientF
     body = RolloutResponse.model_validate(response.json())
     assert body.reward == 1.0 and body.objectives == {"reward": 1.0}
     assert body.output == "lost_card" and body.feedback == "correct: predicted lost_card"
-    assert (body.usage.input_tokens, body.usage.output_tokens, body.usage.cost_usd) == (12, 3, 0.002)
+    assert (body.usage.input_tokens, body.usage.output_tokens, body.usage.cost_usd) == (
+        12,
+        3,
+        0.002,
+    )
     assert body.usage.latency_ms >= 0 and body.error is None
 
 
-async def test_task_and_candidate_reach_the_target(dataset_path: Path, client_for: ClientFor) -> None:
+async def test_task_and_candidate_reach_the_target(
+    dataset_path: Path, client_for: ClientFor
+) -> None:
     seen: list[tuple[Task, Candidate]] = []
 
     def spy(task: Task, candidate: Candidate) -> str:
@@ -78,21 +95,43 @@ async def test_task_and_candidate_reach_the_target(dataset_path: Path, client_fo
     async with client_for(app) as client:
         program = Program.model_validate((await client.get("/program")).json())
         seed = program.seeds.holdout[0]
-        response = await client.post("/rollout", json=_body(
-            seed, {"system_prompt": "new prompt"}, policy={"model": "student-x"}))
+        response = await client.post(
+            "/rollout",
+            json=_body(seed, {"system_prompt": "new prompt"}, policy={"model": "student-x"}),
+        )
         default = await client.post("/rollout", json=_body(program.seeds.train[0]))
     assert response.status_code == 200 and default.status_code == 200
     (task, candidate), (train_task, default_candidate) = seen
     assert (task.name, task.split, task.input) == (seed, "holdout", f"message {seed.split('-')[1]}")
     assert train_task.split == "train" and task.metadata == {}
-    assert (candidate.text, candidate.candidate_id, candidate.model) == ("new prompt", "cand-1", "student-x")
+    assert (candidate.text, candidate.candidate_id, candidate.model) == (
+        "new prompt",
+        "cand-1",
+        "student-x",
+    )
     assert default_candidate.model is None
+
+
+async def test_a_target_cannot_edit_the_dataset(tmp_path: Path, client_for: ClientFor) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "a", "input": {"items": [1]}, "label": "x", "tags": ["t"]}\n')
+
+    def vandal(task: Task, candidate: Candidate) -> str:
+        task.input["items"].append(2)
+        task.metadata["tags"].append("new")  # type: ignore[index]
+        return str(len(task.input["items"]))
+
+    async with client_for(create_app(make_target(vandal), dataset=path)) as client:
+        outputs = [(await client.post("/rollout", json=_body("a"))).json()["output"] for _ in "12"]
+    assert outputs == ["2", "2"]
 
 
 async def test_str_and_dict_returns(dataset_path: Path, client_for: ClientFor) -> None:
     string = make_target(lambda task, candidate: "lost_card", id="s")
-    mapping = make_target(lambda task, candidate: {"output": "lost card", "output_tokens": 9,
-                                                   "latency_ms": 42.0}, id="d")
+    mapping = make_target(
+        lambda task, candidate: {"output": "lost card", "output_tokens": 9, "latency_ms": 42.0},
+        id="d",
+    )
     async with client_for(create_app(string, dataset=dataset_path)) as client:
         hit = (await client.post("/rollout", json=_body("row-6"))).json()
         miss = (await client.post("/rollout", json=_body("row-0"))).json()
@@ -145,12 +184,18 @@ async def test_sync_target_runs_in_a_worker_thread_async_on_the_loop(
     assert threads["sync"] != loop_thread and threads["async"] == loop_thread
 
 
-async def test_trace_is_merged_and_can_be_left_out(dataset_path: Path, client_for: ClientFor) -> None:
+async def test_trace_is_merged_and_can_be_left_out(
+    dataset_path: Path, client_for: ClientFor
+) -> None:
     def traced(task: Task, candidate: Candidate) -> AgentResult:
         return AgentResult(
-            output="x", trace_id="tr-9", metadata={"k": 1},
-            trace={"messages": [{"role": "system", "content": candidate.text}],
-                   "tool_calls": [{"name": "search", "arguments": {"q": "x"}}]},
+            output="x",
+            trace_id="tr-9",
+            metadata={"k": 1},
+            trace={
+                "messages": [{"role": "system", "content": candidate.text}],
+                "tool_calls": [{"name": "search", "arguments": {"q": "x"}}],
+            },
             messages=[{"role": "assistant", "content": "x"}],
         )
 
@@ -183,18 +228,23 @@ async def test_unknown_seed_is_404(dataset_path: Path, client_for: ClientFor) ->
     assert "row-999" in _error(response)[1]
 
 
-async def test_component_mismatch_is_422_naming_them(dataset_path: Path, client_for: ClientFor) -> None:
+async def test_component_mismatch_is_422_naming_them(
+    dataset_path: Path, client_for: ClientFor
+) -> None:
     target = make_target(lambda task, candidate: "x", baseline={"planner": "p", "writer": "w"})
     async with client_for(create_app(target, dataset=dataset_path)) as client:
         missing = await client.post("/rollout", json=_body(candidate={"planner": "p"}))
-        unknown = await client.post("/rollout", json=_body(
-            candidate={"planner": "p", "writer": "w", "critic": "c"}))
+        unknown = await client.post(
+            "/rollout", json=_body(candidate={"planner": "p", "writer": "w", "critic": "c"})
+        )
     assert missing.status_code == 422 and unknown.status_code == 422
     assert "missing component(s): writer" in _error(missing)[1]
     assert "unknown component(s): critic" in _error(unknown)[1]
 
 
-async def test_multi_component_text_misuse_is_500(dataset_path: Path, client_for: ClientFor) -> None:
+async def test_multi_component_text_misuse_is_500(
+    dataset_path: Path, client_for: ClientFor
+) -> None:
     target = make_target(lambda task, candidate: candidate.text, baseline={"a": "1", "b": "2"})
     async with client_for(create_app(target, dataset=dataset_path)) as client:
         response = await client.post("/rollout", json=_body(candidate={"a": "1", "b": "2"}))
@@ -207,7 +257,9 @@ async def test_bearer_token(dataset_path: Path, client_for: ClientFor) -> None:
         assert (await client.get("/health")).status_code == 200  # probes need no token
         no_token = await client.post("/rollout", json=_body())
         wrong = await client.get("/program", headers={"Authorization": "Bearer nope"})
-        right = await client.post("/rollout", json=_body(), headers={"Authorization": "Bearer s3cret"})
+        right = await client.post(
+            "/rollout", json=_body(), headers={"Authorization": "Bearer s3cret"}
+        )
         program = await client.get("/program", headers={"Authorization": "Bearer s3cret"})
     assert no_token.status_code == 401 and no_token.headers["www-authenticate"] == "Bearer"
     assert "missing bearer token" in _error(no_token)[1]
@@ -236,7 +288,9 @@ def _request() -> httpx.Request:
     return httpx.Request("POST", "http://student.test/v1/chat/completions")
 
 
-def _status_error(cls: type[openai.APIStatusError], status: int, headers: dict[str, str]) -> Exception:
+def _status_error(
+    cls: type[openai.APIStatusError], status: int, headers: dict[str, str]
+) -> Exception:
     response = httpx.Response(status, headers=headers, request=_request(), json={"error": {}})
     return cls(f"student said {status}", response=response, body=None)
 
@@ -257,7 +311,11 @@ def _status_error(cls: type[openai.APIStatusError], status: int, headers: dict[s
     ],
 )
 async def test_infrastructure_faults_map_to_429_and_503(
-    dataset_path: Path, client_for: ClientFor, error: Exception, status: int, retry_after: str | None
+    dataset_path: Path,
+    client_for: ClientFor,
+    error: Exception,
+    status: int,
+    retry_after: str | None,
 ) -> None:
     async def failing(task: Task, candidate: Candidate) -> str:
         raise error
@@ -276,6 +334,7 @@ async def test_other_exceptions_are_500_with_type_and_message(
         raise KeyError("missing key 'q'")
 
     auth = _status_error(openai.AuthenticationError, 401, {})
+
     async def unauthorized(task: Task, candidate: Candidate) -> str:
         raise auth
 
@@ -306,6 +365,7 @@ async def test_unknown_route_and_method_answer_with_error_bodies(
         wrong_method = await client.get("/rollout")
     assert missing.status_code == 404 and _error(missing)[0] == "HTTPError"
     assert wrong_method.status_code == 405 and _error(wrong_method)[0] == "HTTPError"
+    assert wrong_method.headers["allow"] == "POST"
 
 
 def test_create_app_reports_configuration_errors(tmp_path: Path, dataset_path: Path) -> None:

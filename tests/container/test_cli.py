@@ -40,7 +40,10 @@ def test_load_target_survives_a_cleared_registry() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("tests.container.fixtures.two_targets", "registers 2 targets (first-target, second-target)"),
+        (
+            "tests.container.fixtures.two_targets",
+            "registers 2 targets (first-target, second-target)",
+        ),
         ("tests.container.fixtures.two_targets:third", "no optimization target 'third'"),
         ("tests.container.fixtures.scorers", "registers no optimization target"),
         ("tests.container.fixtures.missing_module", "cannot import module"),
@@ -67,9 +70,14 @@ def test_container_command_reports_user_errors(capsys: pytest.CaptureFixture[str
 
 
 def test_container_flags_default_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    env = {"GEPA_DATASET": "d.jsonl", "GEPA_VERIFIER": "v.json", "GEPA_SPLITS_FILE": "s.json",
-           "GEPA_CONTAINER_HOST": "0.0.0.0", "GEPA_CONTAINER_PORT": "9000",
-           "GEPA_CONTAINER_TOKEN": "tok"}
+    env = {
+        "GEPA_DATASET": "d.jsonl",
+        "GEPA_VERIFIER": "v.json",
+        "GEPA_SPLITS_FILE": "s.json",
+        "GEPA_CONTAINER_HOST": "0.0.0.0",
+        "GEPA_CONTAINER_PORT": "9000",
+        "GEPA_CONTAINER_TOKEN": "tok",
+    }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     args = build_parser().parse_args(["container", "m"])
@@ -88,12 +96,26 @@ def test_schema_command_prints_every_wire_model(capsys: pytest.CaptureFixture[st
 
 @pytest.mark.e2e
 async def test_container_subprocess_serves_over_real_http() -> None:
-    env = {**os.environ, "GEPA_CONTAINER_PORT": "0", "GEPA_CONTAINER_TOKEN": "e2e-token",
-           "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "GEPA_CONTAINER_PORT": "0",
+        "GEPA_CONTAINER_TOKEN": "e2e-token",
+        "PYTHONPATH": str(REPO),
+    }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "optimizer.cli", "container", "tests/container/fixtures/toy.py",
-        "--host", "127.0.0.1", "--log-level", "warning",
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "optimizer.cli",
+        "container",
+        "tests/container/fixtures/toy.py",
+        "--host",
+        "127.0.0.1",
+        "--log-level",
+        "warning",
+        cwd=REPO,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout=30)).decode()  # type: ignore[union-attr]
@@ -108,13 +130,17 @@ async def test_container_subprocess_serves_over_real_http() -> None:
             assert (await client.get("/program")).status_code == 401
             program = Program.model_validate((await client.get("/program", headers=headers)).json())
             assert program.program_id == "toy-shout" and program.baseline() == {
-                "system_prompt": "Repeat the input."}
+                "system_prompt": "Repeat the input."
+            }
             seeds = {*program.seeds.train, *program.seeds.val, *program.seeds.holdout}
             assert seeds == {"t1", "t2", "t3", "t4", "t5"}
             rewards = {}
             for prompt in ("Repeat the input.", "Shout the input back."):
-                response = await client.post("/rollout", headers=headers, json={
-                    "candidate": {"system_prompt": prompt}, "seed": "t1"})
+                response = await client.post(
+                    "/rollout",
+                    headers=headers,
+                    json={"candidate": {"system_prompt": prompt}, "seed": "t1"},
+                )
                 assert response.status_code == 200, response.text
                 body = RolloutResponse.model_validate(response.json())
                 rewards[prompt] = body.reward

@@ -13,14 +13,22 @@ from tests.container.conftest import write_jsonl
 
 
 def test_jsonl_column_mapping_and_metadata(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "qa.jsonl", [
-        {"question": "2+2?", "answer": "4", "instruction": "Add.", "source": "gsm", "level": 1},
-        {"name": "custom", "query": "capital of France", "target": "Paris"},
-        {"prompt": "no expected"},
-    ])
+    path = write_jsonl(
+        tmp_path / "qa.jsonl",
+        [
+            {"question": "2+2?", "answer": "4", "instruction": "Add.", "source": "gsm", "level": 1},
+            {"name": "custom", "query": "capital of France", "target": "Paris"},
+            {"prompt": "no expected"},
+        ],
+    )
     data = load_dataset(path)
     first, second, third = data.tasks
-    assert (first.name, first.input, first.expected, first.instruction) == ("qa-00000", "2+2?", "4", "Add.")
+    assert (first.name, first.input, first.expected, first.instruction) == (
+        "qa-00000",
+        "2+2?",
+        "4",
+        "Add.",
+    )
     assert dict(first.metadata) == {"source": "gsm", "level": 1}
     assert (second.name, second.input, second.expected) == ("custom", "capital of France", "Paris")
     assert (third.name, third.expected, third.instruction) == ("qa-00002", None, "")
@@ -28,8 +36,9 @@ def test_jsonl_column_mapping_and_metadata(tmp_path: Path) -> None:
 
 
 def test_first_matching_column_wins_and_the_rest_is_metadata(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "d.jsonl", [{"id": 7, "input": "a", "text": "b", "label": "x",
-                                                "output": "y"}])
+    path = write_jsonl(
+        tmp_path / "d.jsonl", [{"id": 7, "input": "a", "text": "b", "label": "x", "output": "y"}]
+    )
     (task,) = load_dataset(path).tasks
     assert (task.name, task.input, task.expected) == ("7", "a", "x")
     assert dict(task.metadata) == {"text": "b", "output": "y"}
@@ -43,7 +52,12 @@ def test_json_list_and_csv(tmp_path: Path) -> None:
     (task,) = load_dataset(tmp_path / "rows.json").tasks
     assert (task.name, task.input, task.expected) == ("rows-00000", "hi", "greet")
     c1, c2 = load_dataset(tmp_path / "rows.csv").tasks
-    assert (c1.name, c1.input, c1.expected, dict(c1.metadata)) == ("c1", "multi\nline", "spam", {"note": "x"})
+    assert (c1.name, c1.input, c1.expected, dict(c1.metadata)) == (
+        "c1",
+        "multi\nline",
+        "spam",
+        {"note": "x"},
+    )
     assert (c2.name, c2.expected) == ("c2", "ham")
 
 
@@ -63,7 +77,8 @@ def test_folder_split_files_define_splits(tmp_path: Path) -> None:
     (tmp_path / "validation.csv").write_text("text\nw\n")
     data = load_dataset(tmp_path)
     assert data.file_splits == {
-        "holdout": ("test-00000",), "train": ("train-00000", "train-00001"),
+        "holdout": ("test-00000",),
+        "train": ("train-00000", "train-00001"),
         "val": ("validation-00000",),
     }
 
@@ -93,13 +108,15 @@ def test_duplicate_names_are_an_error(tmp_path: Path) -> None:
     [
         ("bad.jsonl", '{"text": "ok"}\n{not json\n', "line 2: invalid JSON"),
         ("bad.json", '{"text": "not a list"}', "must hold a JSON list"),
-        ("bad.json", '[1, 2]', "item 0: expected an object"),
+        ("bad.json", "[1, 2]", "item 0: expected an object"),
         ("bad.csv", "text,label\na,b,c\n", "more values than header"),
         ("bad.txt", "text", "unsupported file type"),
         ("empty.jsonl", "\n", "has no rows"),
     ],
 )
-def test_unreadable_files_are_user_errors(tmp_path: Path, name: str, content: str, message: str) -> None:
+def test_unreadable_files_are_user_errors(
+    tmp_path: Path, name: str, content: str, message: str
+) -> None:
     path = tmp_path / name
     path.write_text(content)
     with pytest.raises(UserError, match=message):

@@ -9,7 +9,7 @@ from typing import Any
 from container import Splits, build_served_program, load_target
 from tests.container.conftest import make_target, write_jsonl
 
-MODULE = '''
+MODULE = """
 from container import Registry, optimize
 
 REGISTRY = Registry()
@@ -18,7 +18,7 @@ REGISTRY = Registry()
 @optimize(id="fp-target", baseline="Answer.", registry=REGISTRY)
 def answer(task, candidate):
     return {body}
-'''
+"""
 
 
 def _fingerprint(target: Any, dataset: Path, **kwargs: Any) -> str:
@@ -41,10 +41,14 @@ def test_stable_for_the_same_inputs(dataset_path: Path) -> None:
     assert len(first) == 64 and int(first, 16) >= 0
 
 
-def test_changes_with_the_dataset(tmp_path: Path, dataset_path: Path, rows: list[dict[str, Any]]) -> None:
+def test_changes_with_the_dataset(
+    tmp_path: Path, dataset_path: Path, rows: list[dict[str, Any]]
+) -> None:
     rows[3]["label"] = "lost_card"
     edited = write_jsonl(tmp_path / "edited.jsonl", rows)
-    assert _fingerprint(make_target(_echo), dataset_path) != _fingerprint(make_target(_echo), edited)
+    assert _fingerprint(make_target(_echo), dataset_path) != _fingerprint(
+        make_target(_echo), edited
+    )
 
 
 def test_changes_with_the_verifier(tmp_path: Path, dataset_path: Path) -> None:
@@ -66,7 +70,8 @@ def test_changes_with_a_python_verifier_source(dataset_path: Path) -> None:
 
     target = make_target(_echo)
     assert _fingerprint(target, dataset_path, verifier=lenient) != _fingerprint(
-        target, dataset_path, verifier=strict)
+        target, dataset_path, verifier=strict
+    )
 
 
 def test_changes_with_the_baseline_kind_and_version(dataset_path: Path) -> None:
@@ -83,9 +88,12 @@ def test_changes_with_the_splits(tmp_path: Path, dataset_path: Path) -> None:
     target = make_target(_echo)
     splits_file = tmp_path / "splits.json"
     splits_file.write_text(json.dumps({"train": ["row-0", "row-1"], "holdout": ["row-2"]}))
-    assert _fingerprint(target, dataset_path) != _fingerprint(target, dataset_path, splits=splits_file)
+    assert _fingerprint(target, dataset_path) != _fingerprint(
+        target, dataset_path, splits=splits_file
+    )
     assert _fingerprint(target, dataset_path, splits=splits_file) == _fingerprint(
-        target, dataset_path, splits=Splits(train=("row-0", "row-1"), holdout=("row-2",)))
+        target, dataset_path, splits=Splits(train=("row-0", "row-1"), holdout=("row-2",))
+    )
 
 
 def test_changes_with_the_target_code(tmp_path: Path, dataset_path: Path) -> None:

@@ -15,15 +15,29 @@ from container.judge import parse_judge_answer
 from schemas import UserError
 
 BASE = "http://judge.test/v1"
-SPEC = {"type": "llm_judge", "model": "judge-model", "rubric": "Must name the city.",
-        "base_url": BASE, "api_key_env": "TEST_JUDGE_KEY", "max_retries": 0}
+SPEC = {
+    "type": "llm_judge",
+    "model": "judge-model",
+    "rubric": "Must name the city.",
+    "base_url": BASE,
+    "api_key_env": "TEST_JUDGE_KEY",
+    "max_retries": 0,
+}
 
 
 def _completion(content: str) -> dict[str, Any]:
     return {
-        "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": "judge-model",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}],
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "judge-model",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
 
@@ -35,8 +49,11 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @respx.mock
 async def test_judge_scores_and_sends_rubric_reference_and_output() -> None:
-    route = respx.post(f"{BASE}/chat/completions").mock(return_value=httpx.Response(
-        200, json=_completion('{"score": 0.8, "feedback": "names Paris but adds noise"}')))
+    route = respx.post(f"{BASE}/chat/completions").mock(
+        return_value=httpx.Response(
+            200, json=_completion('{"score": 0.8, "feedback": "names Paris but adds noise"}')
+        )
+    )
     task = Task(name="s1", input="Capital of France?", expected="Paris", instruction="Answer.")
     score = await load_verifier(SPEC).score(task, AgentResult(output="Paris, I think"))
     assert score.score == 0.8
@@ -63,12 +80,18 @@ async def test_judge_scores_and_sends_rubric_reference_and_output() -> None:
     ],
 )
 async def test_judge_parses_0_to_1_and_0_to_10(content: str, expected: float) -> None:
-    respx.post(f"{BASE}/chat/completions").mock(return_value=httpx.Response(200, json=_completion(content)))
-    score = await load_verifier(SPEC).score(Task(name="s", input="q", expected="a"), AgentResult(output="a"))
+    respx.post(f"{BASE}/chat/completions").mock(
+        return_value=httpx.Response(200, json=_completion(content))
+    )
+    score = await load_verifier(SPEC).score(
+        Task(name="s", input="q", expected="a"), AgentResult(output="a")
+    )
     assert score.score == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("answer", ["I like it", '{"score": 11}', '{"score": -1}', '{"verdict": "yes"}'])
+@pytest.mark.parametrize(
+    "answer", ["I like it", '{"score": 11}', '{"score": -1}', '{"verdict": "yes"}']
+)
 def test_unreadable_judge_answers_are_retryable(answer: str) -> None:
     with pytest.raises(Retryable, match="no score"):
         parse_judge_answer(answer)
@@ -76,8 +99,11 @@ def test_unreadable_judge_answers_are_retryable(answer: str) -> None:
 
 @respx.mock
 async def test_judge_rate_limit_propagates_as_openai_error() -> None:
-    respx.post(f"{BASE}/chat/completions").mock(return_value=httpx.Response(
-        429, headers={"retry-after": "3"}, json={"error": {"message": "slow down"}}))
+    respx.post(f"{BASE}/chat/completions").mock(
+        return_value=httpx.Response(
+            429, headers={"retry-after": "3"}, json={"error": {"message": "slow down"}}
+        )
+    )
     with pytest.raises(openai.RateLimitError):
         await load_verifier(SPEC).score(Task(name="s", input="q"), AgentResult(output="a"))
 

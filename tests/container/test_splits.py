@@ -97,6 +97,8 @@ def test_unique_labels_still_get_a_holdout(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("n", "sizes"), [(1, (1, 0, 0)), (2, (2, 0, 0)), (3, (1, 1, 1))])
-def test_tiny_datasets_keep_one_train_seed(tmp_path: Path, n: int, sizes: tuple[int, int, int]) -> None:
+def test_tiny_datasets_keep_one_train_seed(
+    tmp_path: Path, n: int, sizes: tuple[int, int, int]
+) -> None:
     splits = load_splits(_dataset(tmp_path, ["a"] * n))
     assert (len(splits.train), len(splits.val), len(splits.holdout)) == sizes

@@ -21,10 +21,22 @@ from schemas.exceptions import Retryable as SchemaRetryable
 
 
 def test_public_api_is_exported() -> None:
-    for name in ("optimize", "Task", "Candidate", "AgentResult", "list_optimization_targets",
-                 "get_optimization_target", "clear_optimization_targets", "Retryable",
-                 "create_app", "load_dataset", "load_splits", "load_verifier", "Score",
-                 "load_target"):
+    for name in (
+        "optimize",
+        "Task",
+        "Candidate",
+        "AgentResult",
+        "list_optimization_targets",
+        "get_optimization_target",
+        "clear_optimization_targets",
+        "Retryable",
+        "create_app",
+        "load_dataset",
+        "load_splits",
+        "load_verifier",
+        "Score",
+        "load_target",
+    ):
         assert name in container.__all__
         assert getattr(container, name) is not None
     assert Retryable is SchemaRetryable
@@ -103,8 +115,13 @@ def test_candidate_text_single_and_multi() -> None:
 
 def test_task_fields() -> None:
     task = Task(name="n", input="i", expected="e", instruction="do", metadata={"k": 1}, split="val")
-    assert task.as_row() == {"name": "n", "input": "i", "expected": "e", "instruction": "do",
-                             "metadata": {"k": 1}}
+    assert task.as_row() == {
+        "name": "n",
+        "input": "i",
+        "expected": "e",
+        "instruction": "do",
+        "metadata": {"k": 1},
+    }
     assert task.split == "val"
 
 

@@ -63,7 +63,10 @@ async def test_json_field() -> None:
     assert (await _score(spec, out, "lost_card")).score == 1.0
     assert (await _score(spec, {"result": {"intents": [3]}}, 3)).score == 1.0  # dict output
     wrong = await _score(spec, out, "card_arrival")
-    assert wrong.feedback == "predicted result.intents.0=Lost Card, expected result.intents.0=card_arrival"
+    assert (
+        wrong.feedback
+        == "predicted result.intents.0=Lost Card, expected result.intents.0=card_arrival"
+    )
     not_json = await _score(spec, "lost card", "lost_card")
     assert not_json.score == 0.0 and "not valid JSON" in not_json.feedback
     missing = await _score(spec, '{"result": {}}', "lost_card")
@@ -75,7 +78,9 @@ async def test_numeric() -> None:
     assert (await _score(spec, "The total is 1,234.005 dollars", "1234")).score == 1.0
     assert (await _score(spec, 3.0, 3)).score == 1.0
     miss = await _score(spec, "about 12.5", "12")
-    assert miss.score == 0.0 and miss.feedback.startswith("predicted 12.5, expected 12 (tolerance abs 0.01")
+    assert miss.score == 0.0 and miss.feedback.startswith(
+        "predicted 12.5, expected 12 (tolerance abs 0.01"
+    )
     assert (await _score({"type": "numeric", "rel_tol": 0.1}, "105", "100")).score == 1.0
     none = await _score(spec, "no idea", "7")
     assert none.score == 0.0 and "no number in the output" in none.feedback

@@ -5,11 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 import respx
 
 from proposer import (
@@ -33,7 +31,11 @@ SPECS = (ComponentSpec("system_prompt", "prompt", "System prompt of the intent c
 MISSES = [
     ("How long does it take for a new card to get here?", "card_arrival", "card_delivery_estimate"),
     ("My top-up is still showing as pending, why?", "top_up_failed", "pending_top_up"),
-    ("I got less cash than I expected at the ATM abroad", "exchange_rate", "wrong_exchange_rate_for_cash_withdrawal"),
+    (
+        "I got less cash than I expected at the ATM abroad",
+        "exchange_rate",
+        "wrong_exchange_rate_for_cash_withdrawal",
+    ),
     ("Someone took my card from my bag", "card_not_working", "lost_or_stolen_card"),
     ("When will my card be delivered?", "card_arrival", "card_delivery_estimate"),
     ("Top up didn't go through yet, it's been an hour", "top_up_failed", "pending_top_up"),
@@ -44,7 +46,9 @@ HITS = [
 ]
 
 
-def rollout(seed: str, query: str, output: str, expected: str, system: str = PARENT_PROMPT) -> Evaluation:
+def rollout(
+    seed: str, query: str, output: str, expected: str, system: str = PARENT_PROMPT
+) -> Evaluation:
     """A Banking77-style rollout with a chat trace."""
     reward = 1.0 if output == expected else 0.0
     feedback = "correct" if reward else f"predicted {output}, expected {expected}"
@@ -60,8 +64,12 @@ def rollout(seed: str, query: str, output: str, expected: str, system: str = PAR
 
 def banking_evaluations(n_failures: int = 3, n_successes: int = 1) -> tuple[Evaluation, ...]:
     """``n_failures`` misclassifications and ``n_successes`` correct answers."""
-    fails = [rollout(f"b77-train-{i:04d}", q, p, e) for i, (q, p, e) in enumerate(MISSES[:n_failures])]
-    hits = [rollout(f"b77-train-1{i:03d}", q, lab, lab) for i, (q, lab) in enumerate(HITS[:n_successes])]
+    fails = [
+        rollout(f"b77-train-{i:04d}", q, p, e) for i, (q, p, e) in enumerate(MISSES[:n_failures])
+    ]
+    hits = [
+        rollout(f"b77-train-1{i:03d}", q, lab, lab) for i, (q, lab) in enumerate(HITS[:n_successes])
+    ]
     return tuple(fails + hits)
 
 
@@ -84,7 +92,12 @@ def banking_request(**overrides: Any) -> ProposalRequest:
 
 def config(**overrides: Any) -> ProposerConfig:
     """A proposer config pointing at the fake local endpoint (no key needed)."""
-    values: dict[str, Any] = {"model": "reflector", "base_url": BASE, "max_retries": 0, "timeout_s": 5.0}
+    values: dict[str, Any] = {
+        "model": "reflector",
+        "base_url": BASE,
+        "max_retries": 0,
+        "timeout_s": 5.0,
+    }
     values.update(overrides)
     return ProposerConfig(**values)
 
@@ -100,7 +113,11 @@ _ids = itertools.count()
 def tool_call(name: str, args: dict[str, Any] | str) -> dict[str, Any]:
     """One OpenAI tool call; ``args`` as a dict (JSON-encoded) or raw text."""
     arguments = args if isinstance(args, str) else json.dumps(args)
-    return {"id": f"call_{next(_ids)}", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return {
+        "id": f"call_{next(_ids)}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
 
 
 def completion(
@@ -131,7 +148,9 @@ def completion(
     }
 
 
-def text_answer(prompt: str, rationale: str = "Separate delivery-time questions from arrival.") -> str:
+def text_answer(
+    prompt: str, rationale: str = "Separate delivery-time questions from arrival."
+) -> str:
     """A well-formed text-mode answer for ``system_prompt``."""
     return f"The student confuses similar intents.\n<<<COMPONENT system_prompt\n{prompt}\n>>>\nRATIONALE: {rationale}"
 

@@ -29,10 +29,21 @@ def tool_results(request: dict) -> list[str]:
 async def test_read_edit_submit_over_several_steps(api) -> None:
     script = scripted(
         api,
-        completion(tool_calls=[tool_call("list_failures", {}), tool_call("read_trace", {"seed": "b77-train-0001"})]),
-        completion(tool_calls=[tool_call("edit_component", {"name": "system_prompt", "old": OLD, "new": NEW})]),
+        completion(
+            tool_calls=[
+                tool_call("list_failures", {}),
+                tool_call("read_trace", {"seed": "b77-train-0001"}),
+            ]
+        ),
+        completion(
+            tool_calls=[
+                tool_call("edit_component", {"name": "system_prompt", "old": OLD, "new": NEW})
+            ]
+        ),
         completion(tool_calls=[tool_call("read_components", {})]),
-        completion(tool_calls=[tool_call("submit", {"rationale": "Delivery-time questions were misread."})]),
+        completion(
+            tool_calls=[tool_call("submit", {"rationale": "Delivery-time questions were misread."})]
+        ),
     )
     proposer = make_proposer(mode="agent")
     proposal = await proposer.propose(banking_request())
@@ -46,7 +57,10 @@ async def test_read_edit_submit_over_several_steps(api) -> None:
     assert "--- parent0001/system_prompt\n+++ new/system_prompt" in proposal.diff
     assert len(script.requests) == 4
     # Every request offers the tools; results of step 1 were sent back in step 2.
-    assert all({t["function"]["name"] for t in r["tools"]} >= {"submit", "edit_component"} for r in script.requests)
+    assert all(
+        {t["function"]["name"] for t in r["tools"]} >= {"submit", "edit_component"}
+        for r in script.requests
+    )
     first_results = tool_results(script.requests[1])
     assert "predicted card_arrival, expected card_delivery_estimate" in first_results[0]
     assert "[user] My top-up is still showing as pending, why?" in first_results[1]  # the trace
@@ -60,14 +74,19 @@ async def test_read_edit_submit_over_several_steps(api) -> None:
 async def test_first_message_shows_components_and_failure_summary(api) -> None:
     script = scripted(
         api,
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]),
+        completion(
+            tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]
+        ),
         completion(tool_calls=[tool_call("submit", {"rationale": "r"})]),
     )
     await make_proposer(mode="agent").propose(banking_request())
     system, user = script.requests[0]["messages"][:2]
     assert "submit(rationale)" in system["content"] and "6,000 characters" in system["content"]
     assert PARENT_PROMPT in user["content"]
-    assert "b77-train-0000 (reward 0.00): predicted card_arrival, expected card_delivery_estimate" in user["content"]
+    assert (
+        "b77-train-0000 (reward 0.00): predicted card_arrival, expected card_delivery_estimate"
+        in user["content"]
+    )
     assert "3 failures and 1 successes in total" in user["content"]
 
 
@@ -79,14 +98,19 @@ async def test_bad_arguments_come_back_as_errors_and_the_loop_continues(api) -> 
                 tool_call("edit_component", '{"name": "system_prompt", "old": '),  # invalid JSON
                 tool_call("delete_everything", {}),
                 tool_call("rewrite_component", {"name": "user_prompt", "text": "x"}),
-                tool_call("edit_component", {"name": "system_prompt", "old": "not in the prompt", "new": "y"}),
+                tool_call(
+                    "edit_component",
+                    {"name": "system_prompt", "old": "not in the prompt", "new": "y"},
+                ),
                 tool_call("edit_component", {"name": "system_prompt", "old": "card", "new": "y"}),
                 tool_call("read_trace", {"seed": "nope"}),
                 tool_call("read_candidate", {"candidate_id": "ghost"}),
                 tool_call("rewrite_component", {"name": "system_prompt"}),
             ]
         ),
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]),
+        completion(
+            tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]
+        ),
         completion(tool_calls=[tool_call("submit", {"rationale": "fixed"})]),
     )
     proposal = await make_proposer(mode="agent").propose(banking_request())
@@ -107,8 +131,12 @@ async def test_non_target_components_are_read_only(api) -> None:
     parent = CandidateView("p2", {"system_prompt": PARENT_PROMPT, "few_shots": "Q: a\nA: b"})
     script = scripted(
         api,
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "few_shots", "text": "hacked"})]),
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]),
+        completion(
+            tool_calls=[tool_call("rewrite_component", {"name": "few_shots", "text": "hacked"})]
+        ),
+        completion(
+            tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]
+        ),
         completion(tool_calls=[tool_call("submit", {"rationale": "r"})]),
     )
     request = banking_request(parent=parent, target_components=("system_prompt",))
@@ -118,7 +146,9 @@ async def test_non_target_components_are_read_only(api) -> None:
 
 
 async def test_step_limit_without_submit_is_rejected(api) -> None:
-    script = scripted(api, *[completion(tool_calls=[tool_call("list_failures", {})]) for _ in range(3)])
+    script = scripted(
+        api, *[completion(tool_calls=[tool_call("list_failures", {})]) for _ in range(3)]
+    )
     proposer = make_proposer(mode="agent", max_steps=3)
     with pytest.raises(ProposalRejected) as info:
         await proposer.propose(banking_request())
@@ -131,7 +161,11 @@ async def test_step_limit_without_submit_is_rejected(api) -> None:
 
 async def test_total_token_budget_stops_the_loop(api) -> None:
     script = scripted(
-        api, *[completion(tool_calls=[tool_call("list_failures", {})], prompt_tokens=900) for _ in range(5)]
+        api,
+        *[
+            completion(tool_calls=[tool_call("list_failures", {})], prompt_tokens=900)
+            for _ in range(5)
+        ],
     )
     proposer = make_proposer(mode="agent", max_total_tokens=2000)
     with pytest.raises(ProposalRejected, match="token budget of 2,000") as info:
@@ -156,7 +190,9 @@ async def test_a_cut_off_step_is_rejected(api) -> None:
     scripted(
         api,
         completion(
-            tool_calls=[tool_call("rewrite_component", '{"name": "system_prompt", "text": "Classify')],
+            tool_calls=[
+                tool_call("rewrite_component", '{"name": "system_prompt", "text": "Classify')
+            ],
             finish_reason="length",
         ),
     )
@@ -169,7 +205,9 @@ async def test_explicit_agent_mode_reminds_a_model_that_does_not_call_tools(api)
     script = scripted(
         api,
         completion("I think the prompt should mention delivery times."),
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]),
+        completion(
+            tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]
+        ),
         completion(tool_calls=[tool_call("submit", {"rationale": "r"})]),
     )
     proposal = await make_proposer(mode="agent").propose(banking_request())
@@ -199,7 +237,9 @@ async def test_frontier_tools_show_other_candidates(api) -> None:
                 tool_call("diff", {"candidate_id": "cand-b"}),
             ]
         ),
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]),
+        completion(
+            tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]
+        ),
         completion(tool_calls=[tool_call("submit", {"rationale": json.dumps("r")})]),
     )
     await make_proposer(mode="agent").propose(banking_request(frontier=(parent_like(), other)))
@@ -211,4 +251,6 @@ async def test_frontier_tools_show_other_candidates(api) -> None:
 
 
 def parent_like() -> CandidateView:
-    return CandidateView("parent0001", {"system_prompt": PARENT_PROMPT}, wins=("s2",), scores={"s2": 1.0})
+    return CandidateView(
+        "parent0001", {"system_prompt": PARENT_PROMPT}, wins=("s2",), scores={"s2": 1.0}
+    )

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import httpx
 
-from tests.proposer.fakes import banking_request, completion, make_proposer, scripted, text_answer, tool_call
+from tests.proposer.fakes import (
+    banking_request,
+    completion,
+    make_proposer,
+    scripted,
+    text_answer,
+    tool_call,
+)
 
 NEW = "Classify the banking intent; delivery-time questions are card_delivery_estimate."
 
@@ -23,7 +30,11 @@ async def test_no_tool_calls_on_the_first_step_switches_to_text_mode(api) -> Non
     assert proposer.mode == "text"
     assert "tools" in script.requests[0] and "tools" not in script.requests[1]
     # The failed agent step is part of this proposal's cost.
-    assert (first.usage.calls, first.usage.input_tokens, first.usage.output_tokens) == (2, 1600, 130)
+    assert (first.usage.calls, first.usage.input_tokens, first.usage.output_tokens) == (
+        2,
+        1600,
+        130,
+    )
 
     second = await proposer.propose(banking_request())
     assert second.mode == "text" and len(script.requests) == 3
@@ -43,11 +54,17 @@ async def test_a_4xx_rejecting_tools_switches_to_text_mode(api) -> None:
 async def test_auto_mode_keeps_agent_mode_once_it_worked(api) -> None:
     scripted(
         api,
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]),
+        completion(
+            tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW})]
+        ),
         completion(tool_calls=[tool_call("submit", {"rationale": "r"})]),
         # A later plain answer is no longer a reason to switch: the model gets a reminder.
         completion("Let me think."),
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": NEW + "!"})]),
+        completion(
+            tool_calls=[
+                tool_call("rewrite_component", {"name": "system_prompt", "text": NEW + "!"})
+            ]
+        ),
         completion(tool_calls=[tool_call("submit", {"rationale": "r2"})]),
     )
     proposer = make_proposer()

@@ -26,15 +26,25 @@ MERGED = (
 
 
 def merge_request(**overrides) -> MergeRequest:
-    a = CandidateView("cand-a", {"system_prompt": A_TEXT}, scores={"s1": 1.0, "s2": 0.0}, wins=("s1",))
-    b = CandidateView("cand-b", {"system_prompt": B_TEXT}, scores={"s1": 0.0, "s2": 1.0}, wins=("s2",))
+    a = CandidateView(
+        "cand-a", {"system_prompt": A_TEXT}, scores={"s1": 1.0, "s2": 0.0}, wins=("s1",)
+    )
+    b = CandidateView(
+        "cand-b", {"system_prompt": B_TEXT}, scores={"s1": 0.0, "s2": 1.0}, wins=("s2",)
+    )
     values = {
         "program_description": "Banking77 intent classification.",
         "components": SPECS,
         "a": a,
         "b": b,
-        "evaluations_a": (rollout("s2", "Top up pending for an hour", "top_up_failed", "pending_top_up", A_TEXT),),
-        "evaluations_b": (rollout("s1", "When does my card arrive?", "card_arrival", "card_delivery_estimate", B_TEXT),),
+        "evaluations_a": (
+            rollout("s2", "Top up pending for an hour", "top_up_failed", "pending_top_up", A_TEXT),
+        ),
+        "evaluations_b": (
+            rollout(
+                "s1", "When does my card arrive?", "card_arrival", "card_delivery_estimate", B_TEXT
+            ),
+        ),
     }
     values.update(overrides)
     return MergeRequest(**values)
@@ -46,11 +56,16 @@ async def test_text_merge_shows_both_candidates_and_their_wins(api) -> None:
     assert proposal.components == {"system_prompt": MERGED}
     assert proposal.parents == ("cand-a", "cand-b")
     assert set(proposal.diffs) == {"cand-a", "cand-b"}
-    assert "--- cand-a/system_prompt" in proposal.diff and "--- cand-b/system_prompt" in proposal.diff
+    assert (
+        "--- cand-a/system_prompt" in proposal.diff and "--- cand-b/system_prompt" in proposal.diff
+    )
     user = script.requests[0]["messages"][1]["content"]
     assert A_TEXT in user and B_TEXT in user
     assert "| s1 | 1.00 | 0.00 | A |" in user and "| s2 | 0.00 | 1.00 | B |" in user
-    assert "# Rollouts of candidate A (cand-a)" in user and "# Rollouts of candidate B (cand-b)" in user
+    assert (
+        "# Rollouts of candidate A (cand-a)" in user
+        and "# Rollouts of candidate B (cand-b)" in user
+    )
     assert "predicted top_up_failed, expected pending_top_up" in user
     assert "B's version" in user
     assert "Do not simply concatenate" in user
@@ -59,8 +74,15 @@ async def test_text_merge_shows_both_candidates_and_their_wins(api) -> None:
 async def test_agent_merge_edits_a_draft_that_starts_as_a(api) -> None:
     script = scripted(
         api,
-        completion(tool_calls=[tool_call("read_candidate", {"candidate_id": "cand-b"}), tool_call("read_trace", {"seed": "B:s1"})]),
-        completion(tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": MERGED})]),
+        completion(
+            tool_calls=[
+                tool_call("read_candidate", {"candidate_id": "cand-b"}),
+                tool_call("read_trace", {"seed": "B:s1"}),
+            ]
+        ),
+        completion(
+            tool_calls=[tool_call("rewrite_component", {"name": "system_prompt", "text": MERGED})]
+        ),
         completion(tool_calls=[tool_call("submit", {"rationale": "merged"})]),
     )
     proposal = await make_proposer(mode="agent").merge(merge_request())

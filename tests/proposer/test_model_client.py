@@ -21,7 +21,9 @@ async def test_openrouter_prefix_routes_to_openrouter_with_its_key(monkeypatch) 
     script = Script(completion("ok", prompt_tokens=1000, completion_tokens=100))
     with respx.mock(assert_all_called=True) as router:
         router.post("https://openrouter.ai/api/v1/chat/completions").mock(side_effect=script)
-        client = ModelClient(ProposerConfig(model="openrouter/anthropic/claude-sonnet-4", max_retries=0))
+        client = ModelClient(
+            ProposerConfig(model="openrouter/anthropic/claude-sonnet-4", max_retries=0)
+        )
         reply = await client.chat(MESSAGES)
         await client.aclose()
     request = script.raw[0]
@@ -84,7 +86,9 @@ def test_routing_rules() -> None:
 async def test_retries_on_429_and_5xx_then_succeeds(api) -> None:
     script = scripted(
         api,
-        httpx.Response(429, json={"error": {"message": "slow down"}}, headers={"retry-after-ms": "1"}),
+        httpx.Response(
+            429, json={"error": {"message": "slow down"}}, headers={"retry-after-ms": "1"}
+        ),
         httpx.Response(503, json={"error": {"message": "busy"}}, headers={"retry-after-ms": "1"}),
         completion("finally"),
     )
@@ -156,9 +160,13 @@ def test_config_from_run_config() -> None:
         max_prompt_chars=3000,
     )
     pc = ProposerConfig.from_run_config(cfg)
-    assert (pc.model, pc.api_key_env, pc.mode, pc.max_prompt_chars) == ("openrouter/openai/gpt-4.1", "OR_KEY", "text", 3000)
+    assert (pc.model, pc.api_key_env, pc.mode, pc.max_prompt_chars) == (
+        "openrouter/openai/gpt-4.1",
+        "OR_KEY",
+        "text",
+        3000,
+    )
     with pytest.raises(UserError, match="--reflection-model"):
         ProposerConfig.from_run_config(RunConfig())
     with pytest.raises(UserError, match="mode"):
         ProposerConfig(model="m", mode="fancy")
-

@@ -37,7 +37,7 @@ async def test_well_formed_answer_becomes_the_candidate(api) -> None:
     assert "Input:\nHow long does it take for a new card to get here?" in user
     assert "Output:\ncard_arrival" in user
     assert "Feedback:\npredicted card_arrival, expected card_delivery_estimate" in user
-    assert "## Successes (1)" in user and "What is today's euro exchange rate?" in user
+    assert "## Successes (1: behaviour to keep)" in user and "What is today's euro exchange rate?" in user
     assert "<<<COMPONENT system_prompt" in user and "RATIONALE:" in user
     assert "at most 6,000 characters" in user
     assert "generalize" in request["messages"][0]["content"]
@@ -51,7 +51,9 @@ async def test_missing_block_is_rejected(api) -> None:
 
 
 async def test_cut_off_answer_is_rejected(api) -> None:
-    scripted(api, completion("<<<COMPONENT system_prompt\nClassify the banking", finish_reason="length"))
+    scripted(
+        api, completion("<<<COMPONENT system_prompt\nClassify the banking", finish_reason="length")
+    )
     with pytest.raises(ProposalRejected) as info:
         await make_proposer(mode="text").propose(banking_request())
     assert info.value.reason == "cut_off"
@@ -69,10 +71,14 @@ def test_parse_several_blocks_and_last_repeat_wins() -> None:
 
 def test_parse_is_lenient_about_small_model_mistakes() -> None:
     # No closing marker, the text fenced inside the block, rationale right after.
-    content = "<<<COMPONENT system_prompt>>>\n```text\nNew prompt.\nLine two.\n```\nRATIONALE: clearer"
+    content = (
+        "<<<COMPONENT system_prompt>>>\n```text\nNew prompt.\nLine two.\n```\nRATIONALE: clearer"
+    )
     found, rationale = parse_reply(content, ("system_prompt",))
     assert found == {"system_prompt": "New prompt.\nLine two."}
     assert rationale == "clearer"
+    found, _ = parse_reply("<<<COMPONENT a\nText ending on the marker.>>>\nRATIONALE: r", ("a",))
+    assert found == {"a": "Text ending on the marker."}
 
 
 def test_parse_ignores_unknown_names_and_echoed_placeholders() -> None:
@@ -92,12 +98,16 @@ def test_fenced_block_is_accepted_only_for_a_single_target() -> None:
 
 
 def test_reasoning_before_the_block_is_the_rationale_when_none_is_given() -> None:
-    found, rationale = parse_reply("Delivery questions were confused.\n<<<COMPONENT a\nnew\n>>>", ("a",))
+    found, rationale = parse_reply(
+        "Delivery questions were confused.\n<<<COMPONENT a\nnew\n>>>", ("a",)
+    )
     assert found == {"a": "new"} and rationale == "Delivery questions were confused."
 
 
 async def test_only_target_components_change_and_others_are_shown_read_only(api) -> None:
-    parent = CandidateView("p", {"system_prompt": PARENT_PROMPT, "format": "Answer with the label only."})
+    parent = CandidateView(
+        "p", {"system_prompt": PARENT_PROMPT, "format": "Answer with the label only."}
+    )
     specs = (
         ComponentSpec("system_prompt", "prompt", "classifier"),
         ComponentSpec("format", "prompt", "output format"),
@@ -113,7 +123,9 @@ async def test_only_target_components_change_and_others_are_shown_read_only(api)
 
 
 async def test_frontier_diffs_are_offered_for_ideas(api) -> None:
-    other = CandidateView("cand-b", {"system_prompt": "x"}, wins=("s1", "s2"), diff_from_parent="+Be brief.")
+    other = CandidateView(
+        "cand-b", {"system_prompt": "x"}, wins=("s1", "s2"), diff_from_parent="+Be brief."
+    )
     script = scripted(api, completion(text_answer(NEW)))
     await make_proposer(mode="text").propose(banking_request(frontier=(other,)))
     user = script.requests[0]["messages"][1]["content"]

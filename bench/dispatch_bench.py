@@ -1,0 +1,135 @@
+"""Dispatch benchmark: what the rollout queue costs on top of plain HTTP.
+
+P1: paid rollouts/s through the queue (cache lookup, budget, SQLite commit, events) against a
+    no-op container, next to a bare httpx loop posting the same requests at the same
+    concurrency. Target: ratio >= 0.8.
+P2: wall time for 640 rollouts at 100 ms container latency and concurrency 32 against the
+    ideal N*L/C = 2.0 s. Target: <= 1.1 x ideal.
+
+Run: .venv/bin/python bench/dispatch_bench.py [--n 2000] [--concurrency 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from optimizer.budget import Budget  # noqa: E402
+from optimizer.client import ContainerClient  # noqa: E402
+from optimizer.dispatch import RolloutQueue  # noqa: E402
+from optimizer.events import EventSink  # noqa: E402
+from schemas import RunConfig  # noqa: E402
+from workspace import Workspace  # noqa: E402
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def noop_container(latency: float) -> Iterator[str]:
+    port = _port()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "noop_container.py"), "--port", str(port), "--latency", str(latency)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/health", timeout=0.5).status_code == 200:
+                    break
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def raw_loop(url: str, n: int, concurrency: int) -> float:
+    """Seconds for ``n`` POST /rollout with ``concurrency`` workers and nothing else."""
+    limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as http:
+        counter = iter(range(n))
+
+        async def worker() -> None:
+            for i in counter:
+                body = {"candidate": {"system_prompt": "raw"}, "seed": f"s{i}", "run_id": "raw", "candidate_id": "raw"}
+                response = await http.post(f"{url}/rollout", json=body)
+                response.raise_for_status()
+                response.json()
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return time.perf_counter() - start
+
+
+async def queue_run(url: str, n: int, concurrency: int, per_candidate: int) -> float:
+    """Seconds for ``n`` paid rollouts through the RolloutQueue (fresh workspace: all misses)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        async with Workspace(Path(tmp) / "ws") as ws:
+            run = await ws.create_run(RunConfig(containers=[url]))
+            client = ContainerClient([url], max_connections=concurrency * 2)
+            await client.check_health()
+            program = await client.program()
+            budget = Budget()
+            events = EventSink(ws, run.run_id)
+            async with RolloutQueue(
+                client=client, workspace=ws, run_id=run.run_id, program=program, budget=budget,
+                events=events, concurrency=concurrency,
+            ) as queue:
+                start = time.perf_counter()
+                jobs = []
+                for c in range(0, n, per_candidate):
+                    seeds = [f"s{i}" for i in range(c, min(n, c + per_candidate))]
+                    jobs.append(queue.evaluate(f"c{c}", {"system_prompt": f"candidate {c}"}, seeds))
+                await asyncio.gather(*jobs)
+                elapsed = time.perf_counter() - start
+            await client.aclose()
+            assert budget.paid == n, budget.snapshot()
+            return elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=2000, help="rollouts for P1")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrency for P1")
+    args = parser.parse_args()
+
+    with noop_container(0.0) as url:
+        await raw_loop(url, 200, args.concurrency)  # warm up the server
+        raw = await raw_loop(url, args.n, args.concurrency)
+        queued = await queue_run(url, args.n, args.concurrency, per_candidate=40)
+    raw_rate, queue_rate = args.n / raw, args.n / queued
+    print(f"P1 no-op container, n={args.n}, concurrency={args.concurrency}")
+    print(f"   bare httpx loop : {raw_rate:8.1f} rollouts/s")
+    print(f"   rollout queue   : {queue_rate:8.1f} rollouts/s  (cache lookup + budget + SQLite commit + events)")
+    print(f"   ratio           : {queue_rate / raw_rate:8.2f}   (target >= 0.80)")
+
+    n, latency, conc = 640, 0.1, 32
+    ideal = n * latency / conc
+    with noop_container(latency) as url:
+        wall = await queue_run(url, n, conc, per_candidate=40)
+    print(f"P2 {n} rollouts, latency {latency * 1000:.0f} ms, concurrency {conc}")
+    print(f"   wall time       : {wall:8.2f} s")
+    print(f"   ideal N*L/C     : {ideal:8.2f} s")
+    print(f"   ratio           : {wall / ideal:8.2f}   (target <= 1.10)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,86 @@
+"""Banking77 seeds: stratified, deterministic, traceable to the shipped CSV files."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from container import load_dataset, load_splits
+from examples.banking77 import (
+    SampleConfig,
+    load_examples,
+    load_labels,
+    prepare_dataset,
+    stratified_sample,
+)
+from schemas import UserError
+
+LABELS = load_labels()
+TRAIN = load_examples("train")
+TEST = load_examples("test")
+
+
+def test_shipped_files_are_the_full_dataset() -> None:
+    assert len(LABELS) == 77
+    assert len(TRAIN) == 10_003
+    assert len(TEST) == 3_080
+    assert Counter(e.label for e in TEST) == {label: 40 for label in LABELS}
+    assert TRAIN[0].name == "b77-train-00000"
+    assert TRAIN[0].text == "I am still waiting on my card?"
+
+
+def test_sample_spreads_labels_evenly() -> None:
+    small = stratified_sample(TRAIN, 24, LABELS, seed=0, split="train")
+    assert len({e.label for e in small}) == 24  # one query each from 24 labels
+    big = stratified_sample(TRAIN, 200, LABELS, seed=0, split="train")
+    counts = Counter(e.label for e in big)
+    assert set(counts) == set(LABELS)
+    assert set(counts.values()) == {2, 3}  # 200 = 77 * 2 + 46
+
+
+def test_sample_is_deterministic_and_depends_on_the_seed() -> None:
+    first = stratified_sample(TRAIN, 30, LABELS, seed=0, split="train")
+    again = stratified_sample(TRAIN, 30, LABELS, seed=0, split="train")
+    other = stratified_sample(TRAIN, 30, LABELS, seed=1, split="train")
+    assert first == again
+    assert first != other
+    names = [e.name for e in first]
+    assert names == sorted(names)  # file order
+
+
+def test_holdout_labels_include_the_train_labels() -> None:
+    train = stratified_sample(TRAIN, 24, LABELS, seed=3, split="train")
+    holdout = stratified_sample(TEST, 40, LABELS, seed=3, split="holdout")
+    assert {e.label for e in train} < {e.label for e in holdout}
+    assert all(e.name.startswith("b77-test-") for e in holdout)
+
+
+def test_sample_rejects_impossible_sizes() -> None:
+    with pytest.raises(UserError, match="more than the 3080 rows"):
+        stratified_sample(TEST, 5000, LABELS, seed=0, split="holdout")
+    with pytest.raises(UserError, match=">= 0"):
+        stratified_sample(TEST, -1, LABELS, seed=0, split="holdout")
+
+
+def test_prepared_folder_defines_the_splits_for_the_sdk(tmp_path: Path) -> None:
+    folder = prepare_dataset(SampleConfig(train_size=10, holdout_size=12, seed=5), tmp_path)
+    assert folder.name == "train10-holdout12-seed5"
+    dataset = load_dataset(folder)
+    splits = load_splits(dataset)
+    assert len(splits.train) == 10 and len(splits.holdout) == 12
+    row = json.loads((folder / "train.jsonl").read_text().splitlines()[0])
+    source = {e.name: e for e in TRAIN}[row["name"]]
+    assert (row["text"], row["category"]) == (source.text, source.label)
+    task = dataset.get(row["name"])
+    assert task is not None and task.expected == source.label and task.input == source.text
+
+
+def test_sample_config_reads_the_environment() -> None:
+    env = {"B77_TRAIN_SIZE": "8", "B77_HOLDOUT_SIZE": "16", "B77_SEED": "2"}
+    assert SampleConfig.from_env(env) == SampleConfig(8, 16, 2)
+    assert SampleConfig.from_env({}) == SampleConfig(24, 40, 0)
+    with pytest.raises(UserError, match="B77_TRAIN_SIZE"):
+        SampleConfig.from_env({"B77_TRAIN_SIZE": "many"})

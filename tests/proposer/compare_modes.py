@@ -1,0 +1,65 @@
+"""Run text, auto and agent mode on the same Banking77-like failures with a local model.
+
+Not a test: the measurement behind docs/proposer-modes.md. Needs the local GGUF models and
+llama-cpp-python (``gepa-runtime models install``). Usage::
+
+    .venv/bin/python -m tests.proposer.compare_modes [student|reflection ...]
+
+Prints, per model and mode, the proposal (or the rejection), its usage and wall time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import time
+
+from optimizer.local_models import LlamaServer, free_port, model_path
+from proposer import Proposer, ProposerConfig
+from schemas import ProposerError
+from tests.proposer.fakes import banking_evaluations, banking_request
+
+
+async def run_mode(base_url: str, alias: str, mode: str) -> None:
+    """One proposal in ``mode``; prints what came back."""
+    config = ProposerConfig(
+        model=alias,
+        base_url=base_url,
+        mode=mode,
+        max_steps=4,
+        max_tokens=700,
+        temperature=0.0,
+        evidence_token_budget=1200,
+        max_prompt_chars=3000,
+        timeout_s=900.0,
+        max_retries=0,
+    )
+    proposer = Proposer(config, rng=random.Random(0))
+    request = banking_request(evaluations=banking_evaluations(6, 2))
+    started = time.monotonic()
+    print(f"\n### {alias} / mode={mode}\n", flush=True)
+    try:
+        proposal = await proposer.propose(request)
+    except ProposerError as exc:
+        usage = getattr(exc, "usage", None)
+        print(f"REJECTED ({type(exc).__name__}): {exc}\nusage: {usage}")
+    else:
+        print(f"mode used: {proposal.mode}; rationale: {proposal.rationale}\nusage: {proposal.usage}")
+        print("new system_prompt:\n```\n" + proposal.components["system_prompt"] + "\n```")
+        print("diff:\n```diff\n" + proposal.diff + "```")
+    finally:
+        await proposer.aclose()
+    print(f"wall time: {time.monotonic() - started:.1f}s; decided mode: {proposer.mode}", flush=True)
+
+
+async def main(roles: list[str]) -> None:
+    """Serve each model in turn and run the three modes against it."""
+    for role in roles:
+        with LlamaServer(model_path(role), alias=role, port=free_port()) as server:
+            for mode in ("text", "auto", "agent"):
+                await run_mode(server.base_url, role, mode)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:] or ["student", "reflection"]))

@@ -1,0 +1,88 @@
+"""Guards: every bad proposal is rejected with its reason and its usage still counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from proposer.guards import check_candidate, unified_diff
+from schemas import PromptTooLong, ProposalRejected, content_hash
+from tests.proposer.fakes import (
+    PARENT_PROMPT,
+    banking_request,
+    completion,
+    make_proposer,
+    scripted,
+    text_answer,
+)
+
+NEW = "Classify the banking intent; delivery-time questions are card_delivery_estimate."
+
+
+@pytest.mark.parametrize(
+    ("answer", "finish", "reason"),
+    [
+        (text_answer(NEW), "length", "cut_off"),
+        ("<<<COMPONENT system_prompt\n   \n>>>\nRATIONALE: empty", "stop", "empty"),
+        (text_answer(PARENT_PROMPT), "stop", "unchanged"),
+        (text_answer("x" * 501), "stop", "too_long"),
+        ("No block here.", "stop", "no_submission"),
+    ],
+)
+async def test_rejections_carry_reason_and_usage(api, answer, finish, reason) -> None:
+    scripted(api, completion(answer, finish_reason=finish, prompt_tokens=300, completion_tokens=40))
+    proposer = make_proposer(mode="text", max_prompt_chars=500)
+    with pytest.raises(ProposalRejected) as info:
+        await proposer.propose(banking_request())
+    assert info.value.reason == reason
+    usage = info.value.usage  # type: ignore[attr-defined]
+    assert (usage.calls, usage.input_tokens, usage.output_tokens) == (1, 300, 40)
+    assert proposer.total_usage == usage
+
+
+async def test_too_long_is_prompt_too_long(api) -> None:
+    scripted(api, completion(text_answer("y" * 600)))
+    with pytest.raises(PromptTooLong, match="600 chars, over the cap of 500"):
+        await make_proposer(mode="text", max_prompt_chars=500).propose(banking_request())
+
+
+async def test_duplicate_of_an_existing_candidate_is_rejected(api) -> None:
+    scripted(api, completion(text_answer(NEW)))
+    existing = frozenset({content_hash({"system_prompt": NEW})})
+    with pytest.raises(ProposalRejected) as info:
+        await make_proposer(mode="text").propose(banking_request(existing_hashes=existing))
+    assert info.value.reason == "duplicate"
+
+
+async def test_a_failed_call_still_counts_earlier_steps(api) -> None:
+    from tests.proposer.fakes import tool_call
+
+    scripted(
+        api,
+        completion(
+            tool_calls=[tool_call("list_failures", {})], prompt_tokens=500, completion_tokens=10
+        ),
+    )
+    proposer = make_proposer(mode="agent")  # the script then answers 500: a ProposerError
+    with pytest.raises(Exception) as info:
+        await proposer.propose(banking_request())
+    assert type(info.value).__name__ == "ProposerError"
+    assert info.value.usage.input_tokens == 500  # type: ignore[attr-defined]
+    assert proposer.total_usage.input_tokens == 500
+
+
+def test_seed_prompt_over_the_cap_may_be_edited_but_not_grow() -> None:
+    parent = {"p": "z" * 800}
+    check_candidate(
+        {"p": "w" * 800}, bases=[parent], targets=["p"], cap=500, existing_hashes=frozenset()
+    )
+    with pytest.raises(PromptTooLong):
+        check_candidate(
+            {"p": "w" * 801}, bases=[parent], targets=["p"], cap=500, existing_hashes=frozenset()
+        )
+
+
+def test_unified_diff_per_changed_component() -> None:
+    diff = unified_diff({"a": "one\ntwo", "b": "same"}, {"a": "one\nthree", "b": "same"}, "p1")
+    assert diff.startswith("--- p1/a\n+++ new/a\n")
+    assert "-two\n+three\n" in diff
+    assert "b" not in diff.replace("p1/a", "").replace("new/a", "")
