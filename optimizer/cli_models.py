@@ -55,12 +55,13 @@ def _serve(args: argparse.Namespace) -> int:
         reflection_port=args.reflection_port,
         reflection=reflection,
         models_dir=_models_dir(args),
+        n_threads=args.threads,
     )
     with served:
         print(f"student:    {served.student.base_url}  model=student")
         if served.reflection is not None:
             print(f"reflection: {served.reflection.base_url}  model=reflection")
-        print(f"export OPENAI_BASE_URL={served.student.base_url} OPENAI_API_KEY=local")
+        print(f"export OPENAI_BASE_URL={served.student.base_url} GEPA_STUDENT_MODEL=student")
         print("serving until Ctrl-C", flush=True)
         while all(s.running for s in served.servers):
             time.sleep(1.0)
@@ -106,6 +107,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--student-port", type=int, default=8012)
     serve.add_argument("--reflection-port", type=int, default=8013)
     serve.add_argument("--reflection", choices=(*_SIZES, "none"), default="1.5b")
+    serve.add_argument("--threads", type=int, default=2, help="threads per server (default 2)")
     serve.add_argument("--dir", help=dir_help)
     serve.set_defaults(func=_serve)
 

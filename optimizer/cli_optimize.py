@@ -16,7 +16,12 @@ import shlex
 import sys
 from pathlib import Path
 
-from optimizer.cli_flags import add_config_flags, add_workspace_flag, config_from_args, config_overrides
+from optimizer.cli_flags import (
+    add_config_flags,
+    add_workspace_flag,
+    config_from_args,
+    config_overrides,
+)
 from optimizer.embedded import absolute_paths, run_stored, stored_config
 from optimizer.preflight import preflight, render_findings
 from optimizer.progress import ProgressBar
@@ -38,10 +43,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     """Register ``optimize`` and its ``create``, ``dry-run`` and ``run`` subcommands."""
     parser = sub.add_parser("optimize", help="create, check and run optimizations")
     commands = parser.add_subparsers(dest="optimize_command", metavar="SUBCOMMAND", required=True)
-    create = commands.add_parser("create", help="validate and store a run; print the commands that check and run it")
+    create = commands.add_parser(
+        "create", help="validate and store a run; print the commands that check and run it"
+    )
     create.add_argument("--run-id", default=None, help="id of the new run (default: run-<10 hex>)")
-    dry = commands.add_parser("dry-run", help="check a run (or the flags) without calling any model")
-    dry.add_argument("run_id", nargs="?", default=None, help="the stored run to check (default: the flags)")
+    dry = commands.add_parser(
+        "dry-run", help="check a run (or the flags) without calling any model"
+    )
+    dry.add_argument(
+        "run_id", nargs="?", default=None, help="the stored run to check (default: the flags)"
+    )
     run = commands.add_parser("run", help="run an optimization (one shot), or run/resume RUN_ID")
     run.add_argument("run_id", nargs="?", default=None, help="run or resume this run")
     run.add_argument("--quiet", action="store_true", help="no progress line")
@@ -49,19 +60,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         add_workspace_flag(command)
         add_config_flags(command)
         if command is not dry:
-            command.add_argument("--server", default=os.environ.get("GEPA_SERVER"), metavar="URL",
-                                 help="send the run to this `gepa-runtime serve` (env GEPA_SERVER)")
-            command.add_argument("--server-token", default=os.environ.get("GEPA_SERVE_TOKEN"),
-                                 help="the service's bearer token (env GEPA_SERVE_TOKEN)")
+            command.add_argument(
+                "--server",
+                default=os.environ.get("GEPA_SERVER"),
+                metavar="URL",
+                help="send the run to this `gepa-runtime serve` (env GEPA_SERVER)",
+            )
+            command.add_argument(
+                "--server-token",
+                default=os.environ.get("GEPA_SERVE_TOKEN"),
+                help="the service's bearer token (env GEPA_SERVE_TOKEN)",
+            )
         command.set_defaults(func=func)
 
 
 def check_runnable(config: RunConfig) -> None:
     """Errors a run would hit at once, reported before anything starts."""
     if not config.containers and not config.module:
-        raise UserError("no task container: pass --container URL (repeatable) or --module MODULE --dataset PATH")
+        raise UserError(
+            "no task container: pass --container URL (repeatable) or --module MODULE --dataset PATH"
+        )
     if not config.reflection_model:
-        raise UserError(f"no reflection model: pass --reflection-model MODEL (env GEPA_REFLECTION_MODEL); {OFFLINE_HINT}")
+        raise UserError(
+            f"no reflection model: pass --reflection-model MODEL (env GEPA_REFLECTION_MODEL); {OFFLINE_HINT}"
+        )
 
 
 def _new_config(args: argparse.Namespace) -> RunConfig:
@@ -82,7 +104,9 @@ def _print_result(result: RunResult) -> None:
 
 def _where(args: argparse.Namespace, root: Path) -> str:
     if args.server:
-        return f"--server {shlex.quote(args.server)}" + (" --server-token \"$GEPA_SERVE_TOKEN\"" if args.server_token else "")
+        return f"--server {shlex.quote(args.server)}" + (
+            ' --server-token "$GEPA_SERVE_TOKEN"' if args.server_token else ""
+        )
     return f"--workspace {shlex.quote(str(root))}"
 
 
@@ -96,14 +120,16 @@ def _create(args: argparse.Namespace) -> int:
         run_id = asyncio.run(_local_create(root, config, args.run_id))
         place = f"in workspace {root}"
     where = _where(args, root)
-    token = " --token \"$GEPA_CONTAINER_TOKEN\"" if args.token and not args.server else ""
+    token = ' --token "$GEPA_CONTAINER_TOKEN"' if args.token and not args.server else ""
     print(run_id)
     print(f"created run {run_id} {place} (not started)")
     if not args.server:
         print(f"  check it: gepa-runtime optimize dry-run {run_id} {where}{token}")
     print(f"  run it:   gepa-runtime optimize run {run_id} {where}{token}")
     if token:
-        print("  (the container token is never stored: pass it again with --token or GEPA_CONTAINER_TOKEN)")
+        print(
+            "  (the container token is never stored: pass it again with --token or GEPA_CONTAINER_TOKEN)"
+        )
     return 0
 
 
@@ -112,10 +138,10 @@ async def _local_create(root: Path, config: RunConfig, run_id: str | None) -> st
         return (await ws.create_run(config, run_id)).run_id
 
 
-async def _remote_create(args: argparse.Namespace, config: RunConfig, *, start: bool = False) -> dict[str, object]:
+async def _remote_create(args: argparse.Namespace, config: RunConfig) -> dict[str, object]:
     client = ServiceClient(args.server, token=args.server_token)
     try:
-        return await client.create(config, run_id=getattr(args, "run_id", None) if not start else None, start=start)
+        return await client.create(config, run_id=args.run_id)
     finally:
         await client.aclose()
 
@@ -165,10 +191,14 @@ async def _run_local(args: argparse.Namespace, root: Path, bar: ProgressBar | No
             return await run_optimization(config, workspace=root, on_event=bar)
         async with Workspace(root) as ws:
             record = await ws.create_run(config)
-            return await run_stored(ws, record.run_id, secrets=config, on_event=bar, on_serving=_serving)
+            return await run_stored(
+                ws, record.run_id, secrets=config, on_event=bar, on_serving=_serving
+            )
     overrides = config_from_args(args) if config_overrides(args) else None
     async with Workspace(root) as ws:
-        return await run_stored(ws, args.run_id, secrets=overrides, on_event=bar, on_serving=_serving)
+        return await run_stored(
+            ws, args.run_id, secrets=overrides, on_event=bar, on_serving=_serving
+        )
 
 
 async def _run_remote(args: argparse.Namespace) -> int:
@@ -181,7 +211,10 @@ async def _run_remote(args: argparse.Namespace) -> int:
             if view["status"] != "completed" and not view["active"]:
                 view = await client.start(args.run_id)
         run_id = str(view["run_id"])
-        print(f"run {run_id} on {client.base_url}; console: {client.base_url}/runs/{run_id}", file=sys.stderr)
+        print(
+            f"run {run_id} on {client.base_url}; console: {client.base_url}/runs/{run_id}",
+            file=sys.stderr,
+        )
         bar = None if args.quiet else ProgressBar()
         try:
             end = await client.follow(run_id, bar or (lambda event: None))

@@ -54,7 +54,9 @@ def _open(args: argparse.Namespace) -> Workspace:
 
 
 async def _view(ws: Workspace, digests: Digests, record: RunRecord) -> dict[str, Any]:
-    return run_view(record, await digests.get(record.run_id), await ws.count_trials(record.run_id), active=False)
+    return run_view(
+        record, await digests.get(record.run_id), await ws.count_trials(record.run_id), active=False
+    )
 
 
 async def _evidence(ws: Workspace, run_id: str) -> dict[str, Any] | None:
@@ -83,10 +85,17 @@ def _list(args: argparse.Namespace) -> int:
     rows = [("RUN ID", "STATUS", "PHASE", "PROGRAM", "PAID/LIMIT", "BEST", "CREATED")]
     for r in runs:
         b = r["budget"]
-        rows.append((
-            r["run_id"], r["status"], r["phase"], r["program_id"] or "-", f"{b['paid']}/{b['limit'] or '-'}",
-            _score((r["best"] or {}).get("mean")), time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
-        ))
+        rows.append(
+            (
+                r["run_id"],
+                r["status"],
+                r["phase"],
+                r["program_id"] or "-",
+                f"{b['paid']}/{b['limit'] or '-'}",
+                _score((r["best"] or {}).get("mean")),
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
@@ -99,7 +108,9 @@ def _show(args: argparse.Namespace) -> int:
             record = await ws.get_run(args.run_id)
             digests = Digests(ws)
             view = await _view(ws, digests, record)
-            cands = candidate_views(await ws.list_candidates(record.run_id), await digests.get(record.run_id))
+            cands = candidate_views(
+                await ws.list_candidates(record.run_id), await digests.get(record.run_id)
+            )
             return view, cands, await _evidence(ws, record.run_id), ws.run_dir(record.run_id)
 
     view, cands, packet, folder = asyncio.run(gather())
@@ -107,17 +118,30 @@ def _show(args: argparse.Namespace) -> int:
         print(json.dumps({**view, "candidates_ranked": cands, "evidence": packet}, indent=2))
         return 0
     b, cfg = view["budget"], view["config"]
-    print(f"run {view['run_id']}: {view['status']} (phase {view['phase']})" + (f", error: {view['error']}" if view["error"] else ""))
+    print(
+        f"run {view['run_id']}: {view['status']} (phase {view['phase']})"
+        + (f", error: {view['error']}" if view["error"] else "")
+    )
     print(f"  program:  {view['program_id'] or '(not reached yet)'}")
-    print(f"  source:   {', '.join(cfg.get('containers') or []) or 'module ' + str(cfg.get('module'))}")
-    print(f"  models:   reflection {cfg.get('reflection_model')}, task {cfg.get('task_model') or '(container default)'}")
-    print(f"  budget:   {b['paid']} paid / {b['limit'] or 'no limit'}, {b['cached']} cached, {b['errors']} errors, ${b['cost_usd']:.4f}")
-    print(f"  search:   {view['candidates']} candidates, {view['iterations']} iterations, {view['proposals_rejected']} proposals rejected")
+    print(
+        f"  source:   {', '.join(cfg.get('containers') or []) or 'module ' + str(cfg.get('module'))}"
+    )
+    print(
+        f"  models:   reflection {cfg.get('reflection_model')}, task {cfg.get('task_model') or '(container default)'}"
+    )
+    print(
+        f"  budget:   {b['paid']} paid / {b['limit'] or 'no limit'}, {b['cached']} cached, {b['errors']} errors, ${b['cost_usd']:.4f}"
+    )
+    print(
+        f"  search:   {view['candidates']} candidates, {view['iterations']} iterations, {view['proposals_rejected']} proposals rejected"
+    )
     best = view["best"] or {}
     print(f"  best:     {best.get('candidate_id', '-')} train {_score(best.get('mean'))}")
     for c in cands[:5]:
         parents = ", ".join(c["parents"]) or "-"
-        print(f"    {c['candidate_id']}  {c['origin']:<8} train {_score(c['train_mean'])}  wins {c['seeds_won']:>3}  parents {parents}")
+        print(
+            f"    {c['candidate_id']}  {c['origin']:<8} train {_score(c['train_mean'])}  wins {c['seeds_won']:>3}  parents {parents}"
+        )
     if packet is not None:
         print(promotion_summary(packet))
         print(f"evidence: {folder}/evidence.json and {folder}/report.md")
@@ -155,8 +179,11 @@ def _export(args: argparse.Namespace) -> int:
     text = json.dumps(document, indent=2, default=str)
     if args.output:
         Path(args.output).write_text(text + "\n", encoding="utf-8")
-        print(f"wrote {args.output}: {len(document['candidates'])} candidates, {len(document['trials'])} trials, "
-              f"evidence {'included' if document['evidence'] else 'not written yet'}", file=sys.stderr)
+        print(
+            f"wrote {args.output}: {len(document['candidates'])} candidates, {len(document['trials'])} trials, "
+            f"evidence {'included' if document['evidence'] else 'not written yet'}",
+            file=sys.stderr,
+        )
     else:
         print(text)
     return 0

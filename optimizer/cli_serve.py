@@ -32,20 +32,45 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     """Register ``serve``."""
     env = os.environ.get
     parser = sub.add_parser(
-        "serve", help="run the optimizer service: REST API and live console",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "serve",
+        help="run the optimizer service: REST API and live console",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_workspace_flag(parser)
-    parser.add_argument("--host", default=env("GEPA_SERVE_HOST", "127.0.0.1"), help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", default=env("GEPA_SERVE_PORT", "8700"), help="port (default 8700; 0 picks a free one)")
-    parser.add_argument("--token", default=env("GEPA_SERVE_TOKEN"), help="require this bearer token (env GEPA_SERVE_TOKEN)")
     parser.add_argument(
-        "--container-token", default=env("GEPA_CONTAINER_TOKEN"),
+        "--host",
+        default=env("GEPA_SERVE_HOST", "127.0.0.1"),
+        help="address to listen on (default 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--port",
+        default=env("GEPA_SERVE_PORT", "8700"),
+        help="port (default 8700; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--token",
+        default=env("GEPA_SERVE_TOKEN"),
+        help="require this bearer token (env GEPA_SERVE_TOKEN)",
+    )
+    parser.add_argument(
+        "--container-token",
+        default=env("GEPA_CONTAINER_TOKEN"),
         help="bearer token for task containers of runs resumed after a restart (env GEPA_CONTAINER_TOKEN)",
     )
-    parser.add_argument("--heartbeat", type=float, default=5.0, help="seconds between SSE heartbeats (default 5)")
     parser.add_argument(
-        "--log-level", default=env("GEPA_LOG_LEVEL", "info"), choices=["critical", "error", "warning", "info", "debug"],
+        "--heartbeat", type=float, default=5.0, help="seconds between SSE heartbeats (default 5)"
+    )
+    parser.add_argument(
+        "--quiet-after",
+        type=float,
+        default=30.0,
+        help="the console warns when a running run logged nothing for this many seconds (default 30)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=env("GEPA_LOG_LEVEL", "info"),
+        choices=["critical", "error", "warning", "info", "debug"],
     )
     parser.set_defaults(func=_run)
 
@@ -82,7 +107,9 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}): pass another --port (0 picks a free one)") from None
+        raise UserError(
+            f"cannot listen on {host}:{port} ({exc.strerror}): pass another --port (0 picks a free one)"
+        ) from None
     return sock
 
 
@@ -97,18 +124,32 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError:
         raise UserError(f"--port / GEPA_SERVE_PORT must be a number, got {args.port!r}") from None
     if args.host not in LOOPBACK and not args.token:
-        print(f"warning: serving on {args.host} without --token: anyone who reaches it can start runs", file=sys.stderr)
+        print(
+            f"warning: serving on {args.host} without --token: anyone who reaches it can start runs",
+            file=sys.stderr,
+        )
     root = resolve_workspace(args.workspace)
     asyncio.run(_check_workspace(root))  # a bad workspace is an error here, not a uvicorn traceback
-    settings = ServiceSettings(token=args.token or None, container_token=args.container_token or None, heartbeat_s=args.heartbeat)
+    settings = ServiceSettings(
+        token=args.token or None,
+        container_token=args.container_token or None,
+        heartbeat_s=args.heartbeat,
+        quiet_after_s=args.quiet_after,
+    )
     app = create_app(root, settings)
     sock = _bind(args.host, port)
     real_port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     token_hint = " (token required: open it with ?token=...)" if settings.token else ""
-    announce = f"serving the console on http://{shown}:{real_port}/ for workspace {root}{token_hint}"
+    announce = (
+        f"serving the console on http://{shown}:{real_port}/ for workspace {root}{token_hint}"
+    )
     config = uvicorn.Config(
-        app, host=args.host, port=real_port, log_level=args.log_level, timeout_graceful_shutdown=10,
+        app,
+        host=args.host,
+        port=real_port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=10,
     )
     server = _ServiceServer(config, app.state.manager, announce)
     asyncio.run(server.serve(sockets=[sock]))

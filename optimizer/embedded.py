@@ -65,7 +65,9 @@ def absolute_paths(config: RunConfig) -> RunConfig:
     """
     if not config.module:
         return config
-    update = {name: _absolute(getattr(config, name)) for name in ("module", "dataset", "splits_file")}
+    update = {
+        name: _absolute(getattr(config, name)) for name in ("module", "dataset", "splits_file")
+    }
     update["verifier"] = _absolute(config.verifier)
     return config.model_copy(update=update)
 
@@ -91,7 +93,9 @@ class _QuietServer(uvicorn.Server):
 class EmbeddedContainer:
     """A ``--module`` target served on 127.0.0.1 by uvicorn inside the current event loop."""
 
-    def __init__(self, config: RunConfig, *, token: str | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, config: RunConfig, *, token: str | None = None, host: str = "127.0.0.1"
+    ) -> None:
         self._config = config
         self._token = token
         self._host = host
@@ -106,7 +110,11 @@ class EmbeddedContainer:
         target = load_target(module_spec(cfg))
         self.program_id = target.id
         return create_app(
-            target, dataset=cfg.dataset, splits=cfg.splits_file, verifier=cfg.verifier, token=self._token,
+            target,
+            dataset=cfg.dataset,
+            splits=cfg.splits_file,
+            verifier=cfg.verifier,
+            token=self._token,
         )
 
     async def start(self) -> str:
@@ -116,16 +124,27 @@ class EmbeddedContainer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self._host, 0))
         port = sock.getsockname()[1]
-        server = _QuietServer(uvicorn.Config(
-            app, host=self._host, port=port, log_level="warning", lifespan="off", access_log=False,
-        ))
+        server = _QuietServer(
+            uvicorn.Config(
+                app,
+                host=self._host,
+                port=port,
+                log_level="warning",
+                lifespan="off",
+                access_log=False,
+            )
+        )
         self._server = server
-        self._task = asyncio.create_task(server.serve(sockets=[sock]), name=f"embedded-container:{port}")
+        self._task = asyncio.create_task(
+            server.serve(sockets=[sock]), name=f"embedded-container:{port}"
+        )
         while not server.started:
             if self._task.done():
                 sock.close()
                 error = self._task.exception() if not self._task.cancelled() else None
-                raise UserError(f"the embedded container for {module_spec(self._config)} did not start: {error}")
+                raise UserError(
+                    f"the embedded container for {module_spec(self._config)} did not start: {error}"
+                )
             await asyncio.sleep(0.01)
         self.url = f"http://{self._host}:{port}"
         return self.url
@@ -184,10 +203,22 @@ async def run_stored(
         async with EmbeddedContainer(stored, token=token) as url:
             if on_serving is not None:
                 on_serving(url)
-            runnable = serving_config(stored, url).model_copy(update={"container_token": given.container_token})
+            runnable = serving_config(stored, url).model_copy(
+                update={"container_token": given.container_token}
+            )
             return await run_optimization(
-                runnable, workspace=workspace, run_id=run_id, on_event=on_event, http=http, proposer=proposer,
+                runnable,
+                workspace=workspace,
+                run_id=run_id,
+                on_event=on_event,
+                http=http,
+                proposer=proposer,
             )
     return await run_optimization(
-        secrets, workspace=workspace, run_id=run_id, on_event=on_event, http=http, proposer=proposer,
+        secrets,
+        workspace=workspace,
+        run_id=run_id,
+        on_event=on_event,
+        http=http,
+        proposer=proposer,
     )

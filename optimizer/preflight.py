@@ -50,7 +50,8 @@ def render_findings(findings: list[Finding]) -> str:
             lines.append(f"        fix: {f.fix}")
     problems = sum(1 for f in findings if not f.ok)
     lines.append(
-        "all checks passed: the run can start" if not problems
+        "all checks passed: the run can start"
+        if not problems
         else f"{problems} problem{'s' if problems > 1 else ''}: fix {'them' if problems > 1 else 'it'} and run the dry-run again"
     )
     return "\n".join(lines)
@@ -62,10 +63,14 @@ class _Checker:
         self.http = http
         self.findings: list[Finding] = []
 
-    def add(self, check: str, ok: bool, message: str, fix: str = "", *, warning: bool = False) -> None:
+    def add(
+        self, check: str, ok: bool, message: str, fix: str = "", *, warning: bool = False
+    ) -> None:
         self.findings.append(Finding(check, ok, message, fix, warning))
 
-    def load(self, check: str, fn: Callable[[], T], describe: Callable[[T], str], fix: str) -> T | None:
+    def load(
+        self, check: str, fn: Callable[[], T], describe: Callable[[T], str], fix: str
+    ) -> T | None:
         try:
             value = fn()
         except UserError as exc:
@@ -77,21 +82,40 @@ class _Checker:
     async def module(self) -> bool:
         """Load the --module parts one by one, so each failure is named."""
         cfg = self.config
-        target = self.load(f"target {module_spec(cfg)}", lambda: load_target(module_spec(cfg)),
-                           lambda t: f"{t.id} ({len(t.baseline)} component(s))", "fix --module / --target")
+        target = self.load(
+            f"target {module_spec(cfg)}",
+            lambda: load_target(module_spec(cfg)),
+            lambda t: f"{t.id} ({len(t.baseline)} component(s))",
+            "fix --module / --target",
+        )
         if target is None:
             return False
         source = cfg.dataset or target.dataset
         if source is None:
-            self.add("dataset", False, f"target {target.id!r} has no dataset", "pass --dataset PATH")
+            self.add(
+                "dataset", False, f"target {target.id!r} has no dataset", "pass --dataset PATH"
+            )
             return False
-        data = self.load("dataset", lambda: load_dataset(source), lambda d: f"{len(d)} examples from {source}", "fix --dataset")
+        data = self.load(
+            "dataset",
+            lambda: load_dataset(source),
+            lambda d: f"{len(d)} examples from {source}",
+            "fix --dataset",
+        )
         if data is None:
             return False
-        splits = self.load("splits", lambda: load_splits(data, cfg.splits_file),
-                           lambda s: f"train {len(s.train)}, val {len(s.val)}, holdout {len(s.holdout)}", "fix --splits-file")
-        verifier = self.load("verifier", lambda: load_verifier(cfg.verifier or target.verifier),
-                             lambda v: v.name, "fix --verifier (a JSON file, a built-in name or module:function)")
+        splits = self.load(
+            "splits",
+            lambda: load_splits(data, cfg.splits_file),
+            lambda s: f"train {len(s.train)}, val {len(s.val)}, holdout {len(s.holdout)}",
+            "fix --splits-file",
+        )
+        verifier = self.load(
+            "verifier",
+            lambda: load_verifier(cfg.verifier or target.verifier),
+            lambda v: v.name,
+            "fix --verifier (a JSON file, a built-in name or module:function)",
+        )
         return splits is not None and verifier is not None
 
     async def container(self, url: str, token: str | None) -> Program | None:
@@ -101,99 +125,183 @@ class _Checker:
             health = await self.http.get(f"{url}/health", timeout=10.0)
             parsed = Health.model_validate(health.json()) if health.status_code == 200 else None
         except httpx.HTTPError as exc:
-            self.add(check, False, f"unreachable ({type(exc).__name__}: {exc})",
-                     "start it with `gepa-runtime container MODULE --dataset PATH` or fix --container URL")
+            self.add(
+                check,
+                False,
+                f"unreachable ({type(exc).__name__}: {exc})",
+                "start it with `gepa-runtime container MODULE --dataset PATH` or fix --container URL",
+            )
             return None
         except (ValueError, ValidationError):
             parsed = None
         if parsed is None:
-            self.add(check, False, f"GET /health answered {health.status_code} without a gepa-container/1 body",
-                     "point --container at a task container (not another service)")
+            self.add(
+                check,
+                False,
+                f"GET /health answered {health.status_code} without a gepa-container/1 body",
+                "point --container at a task container (not another service)",
+            )
             return None
         if parsed.protocol != PROTOCOL:
-            self.add(check, False, f"speaks {parsed.protocol!r}, this optimizer speaks {PROTOCOL!r}",
-                     "upgrade the container or gepa-runtime so both speak the same protocol")
+            self.add(
+                check,
+                False,
+                f"speaks {parsed.protocol!r}, this optimizer speaks {PROTOCOL!r}",
+                "upgrade the container or gepa-runtime so both speak the same protocol",
+            )
             return None
         self.add(check, True, f"healthy, {PROTOCOL}")
         try:
             response = await self.http.get(f"{url}/program", headers=headers, timeout=30.0)
         except httpx.HTTPError as exc:
-            self.add(f"program {url}", False, f"GET /program failed ({type(exc).__name__}: {exc})",
-                     "check the container's log")
+            self.add(
+                f"program {url}",
+                False,
+                f"GET /program failed ({type(exc).__name__}: {exc})",
+                "check the container's log",
+            )
             return None
         if response.status_code in (401, 403):
-            self.add(f"program {url}", False, f"GET /program refused the token ({response.status_code})",
-                     "pass the container's token with --token (or GEPA_CONTAINER_TOKEN)")
+            self.add(
+                f"program {url}",
+                False,
+                f"GET /program refused the token ({response.status_code})",
+                "pass the container's token with --token (or GEPA_CONTAINER_TOKEN)",
+            )
             return None
         try:
             program = Program.model_validate(response.json())
         except (ValueError, ValidationError) as exc:
-            self.add(f"program {url}", False, f"GET /program is not a valid program ({response.status_code}): {str(exc)[:300]}",
-                     "fix the container's /program route")
+            self.add(
+                f"program {url}",
+                False,
+                f"GET /program is not a valid program ({response.status_code}): {str(exc)[:300]}",
+                "fix the container's /program route",
+            )
             return None
         return program
 
     def program(self, program: Program) -> None:
         seeds = program.seeds
-        self.add("program", True, f"{program.program_id}: {len(program.components)} component(s), "
-                 f"{len(seeds.train)} train / {len(seeds.val)} val / {len(seeds.holdout)} holdout seeds")
+        self.add(
+            "program",
+            True,
+            f"{program.program_id}: {len(program.components)} component(s), "
+            f"{len(seeds.train)} train / {len(seeds.val)} val / {len(seeds.holdout)} holdout seeds",
+        )
         if not seeds.train:
-            self.add("train seeds", False, "the program has no train seeds", "give the container a train split (--splits-file)")
+            self.add(
+                "train seeds",
+                False,
+                "the program has no train seeds",
+                "give the container a train split (--splits-file)",
+            )
         if not seeds.holdout:
-            self.add("holdout seeds", False, "the program has no holdout seeds", "give the container a holdout split (--splits-file)")
+            self.add(
+                "holdout seeds",
+                False,
+                "the program has no holdout seeds",
+                "give the container a holdout split (--splits-file)",
+            )
         overlap = set(seeds.train) & set(seeds.holdout)
         if overlap:
-            self.add("splits", False, f"{len(overlap)} seed(s) are in both train and holdout (e.g. {sorted(overlap)[0]})",
-                     "make the splits disjoint, or the reported lift is not a heldout result")
+            self.add(
+                "splits",
+                False,
+                f"{len(overlap)} seed(s) are in both train and holdout (e.g. {sorted(overlap)[0]})",
+                "make the splits disjoint, or the reported lift is not a heldout result",
+            )
 
     async def reflection(self) -> None:
         cfg = self.config
         try:
             endpoint = resolve_endpoint(ProposerConfig.from_run_config(cfg))
         except UserError as exc:
-            self.add("reflection model", False, str(exc),
-                     "offline: `gepa-runtime models serve`, then --reflection-base-url http://127.0.0.1:8013/v1 --reflection-model reflection")
+            self.add(
+                "reflection model",
+                False,
+                str(exc),
+                "offline: `gepa-runtime models serve`, then --reflection-base-url http://127.0.0.1:8013/v1 --reflection-model reflection",
+            )
             return
         where = endpoint.base_url or "https://api.openai.com/v1"
         if not endpoint.local:
             if not os.environ.get(endpoint.api_key_env):
-                self.add("reflection model", False, f"{endpoint.model} at {where}: ${endpoint.api_key_env} is not set",
-                         f"export {endpoint.api_key_env}=... (or --reflection-api-key-env NAME)")
+                self.add(
+                    "reflection model",
+                    False,
+                    f"{endpoint.model} at {where}: ${endpoint.api_key_env} is not set",
+                    f"export {endpoint.api_key_env}=... (or --reflection-api-key-env NAME)",
+                )
             else:
-                self.add("reflection model", True, f"{endpoint.model} at {where} (key from ${endpoint.api_key_env}; not called)")
+                self.add(
+                    "reflection model",
+                    True,
+                    f"{endpoint.model} at {where} (key from ${endpoint.api_key_env}; not called)",
+                )
             return
         url = f"{where.rstrip('/')}/models"
         try:
             response = await self.http.get(url, timeout=10.0)
         except httpx.HTTPError as exc:
-            self.add("reflection model", False, f"GET {url} failed ({type(exc).__name__}: {exc})",
-                     "start the local model server (`gepa-runtime models serve`) or fix --reflection-base-url")
+            self.add(
+                "reflection model",
+                False,
+                f"GET {url} failed ({type(exc).__name__}: {exc})",
+                "start the local model server (`gepa-runtime models serve`) or fix --reflection-base-url",
+            )
             return
         if response.status_code != 200:
-            self.add("reflection model", False, f"GET {url} answered {response.status_code}",
-                     "point --reflection-base-url at an OpenAI-compatible server (ending in /v1)")
+            self.add(
+                "reflection model",
+                False,
+                f"GET {url} answered {response.status_code}",
+                "point --reflection-base-url at an OpenAI-compatible server (ending in /v1)",
+            )
             return
         ids = _model_ids(response)
         self.add("reflection model", True, f"{endpoint.model} at {where} answers GET /models")
         if ids and endpoint.model not in ids:
-            self.add("reflection model name", True, f"{endpoint.model!r} is not among the served models {sorted(ids)[:5]}",
-                     "check --reflection-model (servers with a single model often accept any name)", warning=True)
+            self.add(
+                "reflection model name",
+                True,
+                f"{endpoint.model!r} is not among the served models {sorted(ids)[:5]}",
+                "check --reflection-model (servers with a single model often accept any name)",
+                warning=True,
+            )
 
     def budget(self, program: Program) -> None:
         cfg, seeds = self.config, program.seeds
-        limit = resolve_metric_calls(cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val))
+        limit = resolve_metric_calls(
+            cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
+        )
         if limit is None:
-            self.add("budget", False, "no metric-call budget", "pass --max-metric-calls N or --auto light|medium|heavy")
+            self.add(
+                "budget",
+                False,
+                "no metric-call budget",
+                "pass --max-metric-calls N or --auto light|medium|heavy",
+            )
             return
-        reserve = final_reserve(cfg.holdout_top_k, len(seeds.val or seeds.holdout)) + (len(seeds.holdout) * 2 if seeds.val else 0)
+        reserve = final_reserve(cfg.holdout_top_k, len(seeds.val or seeds.holdout)) + (
+            len(seeds.holdout) * 2 if seeds.val else 0
+        )
         floor = len(seeds.train) + len(seeds.holdout) + reserve
         how = f"--auto {cfg.auto}" if cfg.max_metric_calls is None else "--max-metric-calls"
         if limit < floor:
-            self.add("budget", False, f"{limit} metric calls ({how}) is below the floor of {floor} "
-                     f"(baseline on {len(seeds.train)} train + {len(seeds.holdout)} holdout, {reserve} for selection)",
-                     f"raise --max-metric-calls to at least {floor}, or use --auto light")
+            self.add(
+                "budget",
+                False,
+                f"{limit} metric calls ({how}) is below the floor of {floor} "
+                f"(baseline on {len(seeds.train)} train + {len(seeds.holdout)} holdout, {reserve} for selection)",
+                f"raise --max-metric-calls to at least {floor}, or use --auto light",
+            )
         else:
-            self.add("budget", True, f"{limit} metric calls ({how}); floor {floor}, {limit - floor} for the search")
+            self.add(
+                "budget",
+                True,
+                f"{limit} metric calls ({how}); floor {floor}, {limit - floor} for the search",
+            )
 
 
 def _model_ids(response: httpx.Response) -> set[str]:
@@ -204,7 +312,9 @@ def _model_ids(response: httpx.Response) -> set[str]:
         return set()
 
 
-async def _with_http(http: httpx.AsyncClient | None, fn: Callable[[httpx.AsyncClient], Awaitable[T]]) -> T:
+async def _with_http(
+    http: httpx.AsyncClient | None, fn: Callable[[httpx.AsyncClient], Awaitable[T]]
+) -> T:
     if http is not None:
         return await fn(http)
     async with httpx.AsyncClient() as client:
@@ -221,7 +331,12 @@ async def _run_checks(config: RunConfig, http: httpx.AsyncClient) -> list[Findin
     token = config.container_token.get_secret_value() if config.container_token else None
     programs: list[Program] = []
     if not config.containers and not config.module:
-        checker.add("task container", False, "none given", "pass --container URL (repeatable) or --module MODULE --dataset PATH")
+        checker.add(
+            "task container",
+            False,
+            "none given",
+            "pass --container URL (repeatable) or --module MODULE --dataset PATH",
+        )
     elif config.module:
         if await checker.module():
             async with EmbeddedContainer(config, token=token) as url:
@@ -233,13 +348,19 @@ async def _run_checks(config: RunConfig, http: httpx.AsyncClient) -> list[Findin
             programs += [program] if program else []
     distinct = {(p.program_id, p.fingerprint) for p in programs}
     if len(distinct) > 1:
-        checker.add("containers", False, f"the containers serve different programs: {sorted(distinct)}",
-                    "point every --container at the same program and version")
+        checker.add(
+            "containers",
+            False,
+            f"the containers serve different programs: {sorted(distinct)}",
+            "point every --container at the same program and version",
+        )
     if programs:
         checker.program(programs[0])
     await checker.reflection()
     if programs:
         checker.budget(programs[0])
     if config.task_model:
-        checker.add("task model", True, f"{config.task_model} (sent to the container as policy.model)")
+        checker.add(
+            "task model", True, f"{config.task_model} (sent to the container as policy.model)"
+        )
     return checker.findings

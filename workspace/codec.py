@@ -52,11 +52,14 @@ class EncodedTrace:
     raw_bytes: int  # size of the original JSON, before compression or truncation
 
 
-def encode_trace(trace: dict[str, Any], cap_bytes: int) -> EncodedTrace:
-    """Compress ``trace``; shrink it first if the compressed form exceeds ``cap_bytes``."""
+def encode_trace(trace: dict[str, Any], cap_bytes: int, *, text: str | None = None) -> EncodedTrace:
+    """Compress ``trace``; shrink it first if the compressed form exceeds ``cap_bytes``.
+
+    ``text``, when given, is ``dumps(trace)`` already computed by the caller.
+    """
     if not trace:
         return EncodedTrace(None, False, 0)
-    raw = dumps(trace, what="trace").encode()
+    raw = (text if text is not None else dumps(trace, what="trace")).encode()
     blob = zlib.compress(raw, _LEVEL)
     if len(blob) <= cap_bytes:
         return EncodedTrace(blob, False, len(raw))

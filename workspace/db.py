@@ -26,7 +26,7 @@ from urllib.parse import quote
 import aiosqlite
 
 from schemas.exceptions import WorkspaceError
-from workspace.migrations import check_version, migrate
+from workspace.migrations import SCHEMA_VERSION, check_version, migrate, needs_migration
 
 __all__ = ["Database"]
 
@@ -60,7 +60,7 @@ class Database:
             raise WorkspaceError(f"cannot open {self.path}: {exc}") from exc
         conn.row_factory = sqlite3.Row
         try:
-            await self._configure(conn)
+            await self._configure_retrying(conn)
         except sqlite3.Error as exc:
             await conn.close()
             raise WorkspaceError(f"cannot use {self.path}: {exc}") from exc
@@ -69,13 +69,27 @@ class Database:
             raise
         self._conn = conn
 
+    async def _configure_retrying(self, conn: aiosqlite.Connection) -> None:
+        # Two openers of a brand-new file race to switch it to WAL; SQLite answers the loser
+        # SQLITE_BUSY at once (no busy handler for a journal-mode change). Every step of
+        # _configure is idempotent, so retry until the busy timeout.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.busy_timeout_s
+        while True:
+            try:
+                return await self._configure(conn)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or loop.time() > deadline:
+                    raise
+            await asyncio.sleep(0.02)
+
     async def _configure(self, conn: aiosqlite.Connection) -> None:
         if self.readonly:
             await conn.execute("PRAGMA query_only = ON")
-            await check_version(conn, self.path, writable=False)
+            await self._await_current_schema(conn)
             return
         # Refuse newer or foreign files before changing anything, journal mode included.
-        await check_version(conn, self.path, writable=True)
+        await check_version(conn, self.path)
         rows = list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
         if str(rows[0][0]).lower() != "wal":
             raise WorkspaceError(
@@ -85,6 +99,17 @@ class Database:
         await conn.execute("PRAGMA synchronous = NORMAL")  # see the module docstring
         await conn.execute("PRAGMA foreign_keys = ON")
         await migrate(conn, self.path)
+
+    async def _await_current_schema(self, conn: aiosqlite.Connection) -> None:
+        # A reader can open the file in the instant between a writer creating it and
+        # migrating it (version 0), or while a writer upgrades it. Migrations take
+        # milliseconds, so wait for them up to the busy timeout before calling it old.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.busy_timeout_s
+        while (version := await check_version(conn, self.path)) < SCHEMA_VERSION:
+            if loop.time() > deadline:
+                raise needs_migration(self.path, version)
+            await asyncio.sleep(0.05)
 
     async def close(self) -> None:
         """Close the connection (a writer's last close checkpoints and removes the WAL)."""

@@ -17,7 +17,16 @@ import aiosqlite
 
 from schemas.exceptions import WorkspaceError
 
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "migrate", "read_version"]
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "Migration",
+    "check_version",
+    "migrate",
+    "needs_migration",
+    "read_version",
+]
 
 APPLICATION_ID = 0x47455041  # "GEPA"
 
@@ -138,37 +147,46 @@ async def read_version(conn: aiosqlite.Connection) -> int:
     return int(rows[0][0])
 
 
-async def check_version(conn: aiosqlite.Connection, db_path: Path, *, writable: bool) -> int:
+async def check_version(conn: aiosqlite.Connection, db_path: Path) -> int:
     """Refuse files this code must not touch; return the stored version.
 
-    A newer version, a foreign SQLite file, or (for a read-only opener) a file that still
-    needs migrating is a ``WorkspaceError`` that says what to do.
+    A newer version or a foreign SQLite file is a ``WorkspaceError`` that says what to do.
     """
-    version = await read_version(conn)
+    # One read transaction: the version and the table list must come from the same snapshot,
+    # or a concurrent first migration makes a fresh file look foreign.
+    await conn.execute("BEGIN")
+    try:
+        version = await read_version(conn)
+        app_id = int(list(await conn.execute_fetchall("PRAGMA application_id"))[0][0])
+        tables = list(
+            await conn.execute_fetchall(
+                "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+            )
+        )[0][0]
+    finally:
+        if conn.in_transaction:  # SQLite ends the transaction itself on some errors
+            await conn.execute("COMMIT")
     if version > SCHEMA_VERSION:
         raise WorkspaceError(
             f"{db_path} has schema version {version}, but this gepa-runtime knows versions up to "
             f"{SCHEMA_VERSION}; upgrade gepa-runtime (pip install -U gepa-runtime) or use "
             "another --workspace. The file was not modified."
         )
-    app_id = int(list(await conn.execute_fetchall("PRAGMA application_id"))[0][0])
-    tables = list(
-        await conn.execute_fetchall(
-            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
-        )
-    )[0][0]
     if app_id not in (0, APPLICATION_ID) or (version == 0 and tables):
         raise WorkspaceError(
             f"{db_path} is an SQLite file but not a gepa-runtime workspace; "
             "pass another folder with --workspace DIR (or GEPA_WORKSPACE)."
         )
-    if not writable and version < SCHEMA_VERSION:
-        raise WorkspaceError(
-            f"{db_path} has schema version {version} and needs migrating to {SCHEMA_VERSION}, "
-            "which a read-only opener cannot do; run any writing gepa-runtime command on this "
-            "workspace first (e.g. gepa-runtime runs list --workspace DIR)."
-        )
     return version
+
+
+def needs_migration(db_path: Path, version: int) -> WorkspaceError:
+    """The error of a read-only opener that finds an older schema it cannot migrate."""
+    return WorkspaceError(
+        f"{db_path} has schema version {version} and needs migrating to {SCHEMA_VERSION}, "
+        "which a read-only opener cannot do; run any writing gepa-runtime command on this "
+        "workspace first (e.g. gepa-runtime runs list --workspace DIR)."
+    )
 
 
 async def migrate(
@@ -179,7 +197,7 @@ async def migrate(
     The connection must be in autocommit mode (``isolation_level=None``). Safe against a
     second process migrating at the same time: the version is re-read under the write lock.
     """
-    await check_version(conn, db_path, writable=True)
+    await check_version(conn, db_path)
     while True:
         await conn.execute("BEGIN IMMEDIATE")
         try:

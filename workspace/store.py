@@ -23,11 +23,20 @@ from typing import Any
 
 from schemas.config import RunConfig
 from schemas.exceptions import UserError, WorkspaceError
-from schemas.records import CandidateRecord, Event, RolloutRecord, RunRecord, Trial, TrialView
+from schemas.records import (
+    CandidateRecord,
+    Event,
+    Phase,
+    RolloutRecord,
+    RunRecord,
+    RunStatus,
+    Trial,
+    TrialView,
+)
 from workspace import candidates, events, frontier, rollouts, runs, trials
-from workspace.codec import MIN_TRACE_CAP, encode_trace
+from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace
 from workspace.db import Database
-from workspace.redact import scrub, scrub_text
+from workspace.redact import may_hold_secret, scrub, scrub_text
 from workspace.runfolder import RunFolder, check_run_id
 
 __all__ = ["DEFAULT_WORKSPACE", "Workspace", "resolve_workspace"]
@@ -48,7 +57,8 @@ class Workspace:
     """Owner of ``<root>/workspace.sqlite`` and ``<root>/runs/<run_id>/``.
 
     ``readonly=True`` opens an existing file with a ``mode=ro`` URI for another process
-    (the console); every write then raises ``WorkspaceError``.
+    (the console); every write then raises ``WorkspaceError``. Always close it (``async
+    with``): the connection's worker thread would otherwise keep the process alive.
     """
 
     def __init__(
@@ -121,8 +131,8 @@ class Workspace:
         self,
         run_id: str,
         *,
-        status: str | None = None,
-        phase: str | None = None,
+        status: RunStatus | None = None,
+        phase: Phase | None = None,
         program_id: str | None = None,
         fingerprint: str | None = None,
         error: str | None = None,
@@ -199,8 +209,12 @@ class Workspace:
                     "error": scrub_text(record.error) if record.error is not None else None,
                 }
             )
+            trace, text = record.trace, dumps(record.trace, what="trace")
+            if may_hold_secret(text):
+                trace = scrub(trace)
+                text = dumps(trace, what="trace")
             encoded.append(
-                rollouts.to_row(clean, encode_trace(scrub(record.trace), self.trace_cap_bytes))
+                rollouts.to_row(clean, encode_trace(trace, self.trace_cap_bytes, text=text))
             )
         return encoded
 

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from openai import AsyncOpenAI
 
@@ -21,6 +22,7 @@ from examples.banking77.labels import parse_label
 
 __all__ = ["Banking77Agent", "StudentSettings", "build_messages", "system_message"]
 
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 # USD per million (input, output) tokens, for the spend the optimizer caps.
 _PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4.1-mini": (0.40, 1.60), "gpt-4.1-nano": (0.10, 0.40)}
 
@@ -38,13 +40,21 @@ class StudentSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> StudentSettings:
-        """``GEPA_STUDENT_MODEL`` (default ``gpt-4o-mini`` when ``OPENAI_API_KEY`` is set,
-        else ``student``, the local server's alias), ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``.
+        """From ``GEPA_STUDENT_MODEL``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
+
+        The default model is ``student`` (the alias of ``gepa-runtime models serve``) for a
+        local endpoint or without a key, else ``gpt-4o-mini``.
         """
         env = os.environ if environ is None else environ
         key = env.get("OPENAI_API_KEY") or ""
-        model = env.get("GEPA_STUDENT_MODEL") or ("gpt-4o-mini" if key else "student")
-        return cls(model=model, base_url=env.get("OPENAI_BASE_URL") or None, api_key=key or "local")
+        base_url = env.get("OPENAI_BASE_URL") or None
+        local = base_url is not None and urlsplit(base_url).hostname in _LOCAL_HOSTS
+        default = "gpt-4o-mini" if key and not local else "student"
+        return cls(
+            model=env.get("GEPA_STUDENT_MODEL") or default,
+            base_url=base_url,
+            api_key=key or "local",
+        )
 
     def client(self) -> AsyncOpenAI:
         """An ``AsyncOpenAI`` client for these settings (no client-side retries)."""

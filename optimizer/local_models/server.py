@@ -260,13 +260,20 @@ def serve_models(
     reflection_port: int | None = 8013,
     reflection: str | None = "1.5b",
     models_dir: Path | None = None,
+    n_threads: int = 2,
 ) -> ServedModels:
     """Servers for the verified student (alias ``student``) and reflection (``reflection``).
 
-    Enter the result (``with`` / ``async with``) to start them; each is its own process.
+    Enter the result (``with`` / ``async with``) to start them; each is its own process with
+    ``n_threads`` threads. llama.cpp threads spin while they wait, so when both servers work
+    at once on a 2-core machine each slows down many times over: keep threads x busy servers
+    at or below the core count when throughput matters.
     """
     student = LlamaServer(
-        model_path("student", models_dir=models_dir), alias="student", port=student_port
+        model_path("student", models_dir=models_dir),
+        alias="student",
+        port=student_port,
+        n_threads=n_threads,
     )
     refl = None
     if reflection is not None:
@@ -274,5 +281,6 @@ def serve_models(
             model_path("reflection", reflection=reflection, models_dir=models_dir),
             alias="reflection",
             port=reflection_port,
+            n_threads=n_threads,
         )
     return ServedModels(student, refl)

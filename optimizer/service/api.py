@@ -69,7 +69,9 @@ async def _record(request: Request) -> RunRecord:
     try:
         return await _manager(request).workspace.get_run(run_id)
     except UserError:
-        raise NotFound(f"unknown run {run_id!r}: list the runs with GET /api/runs (or open the console at /)") from None
+        raise NotFound(
+            f"unknown run {run_id!r}: list the runs with GET /api/runs (or open the console at /)"
+        ) from None
 
 
 async def _view(manager: RunManager, record: RunRecord) -> dict[str, Any]:
@@ -78,7 +80,9 @@ async def _view(manager: RunManager, record: RunRecord) -> dict[str, Any]:
     return run_view(record, digest, counts, active=manager.is_active(record.run_id))
 
 
-def _int(request: Request, name: str, default: int, *, low: int = 0, high: int | None = None) -> int:
+def _int(
+    request: Request, name: str, default: int, *, low: int = 0, high: int | None = None
+) -> int:
     raw = request.query_params.get(name)
     try:
         value = default if raw is None else int(raw)
@@ -91,14 +95,18 @@ def _int(request: Request, name: str, default: int, *, low: int = 0, high: int |
 async def health(request: Request) -> Response:
     """``GET /api/health``."""
     manager = _manager(request)
-    return JSONResponse({"status": "ok", "service": "gepa-runtime", "workspace": str(manager.workspace.root)})
+    return JSONResponse(
+        {"status": "ok", "service": "gepa-runtime", "workspace": str(manager.workspace.root)}
+    )
 
 
 @_handled
 async def list_runs(request: Request) -> Response:
     """``GET /api/runs``: every run, newest first."""
     manager = _manager(request)
-    return JSONResponse({"runs": [await _view(manager, r) for r in await manager.workspace.list_runs()]})
+    return JSONResponse(
+        {"runs": [await _view(manager, r) for r in await manager.workspace.list_runs()]}
+    )
 
 
 @_handled
@@ -109,13 +117,21 @@ async def create_run(request: Request) -> Response:
     except json.JSONDecodeError as exc:
         return error_json(422, "InvalidBody", f"body is not JSON: {exc}")
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()
+        )
         return error_json(422, "InvalidConfig", f"invalid run: {problems}")
     config = body.config
     if not config.containers and not config.module:
-        return error_json(422, "InvalidConfig", "config has no task container: give containers [URL, ...] or module")
+        return error_json(
+            422,
+            "InvalidConfig",
+            "config has no task container: give containers [URL, ...] or module",
+        )
     if not config.reflection_model:
-        return error_json(422, "InvalidConfig", "config has no reflection_model (the proposer's model)")
+        return error_json(
+            422, "InvalidConfig", "config has no reflection_model (the proposer's model)"
+        )
     if not config.budget_given():
         config = config.model_copy(update={"auto": "light"})
     manager = _manager(request)
@@ -165,7 +181,14 @@ async def rollouts(request: Request) -> Response:
     offset, limit = _int(request, "offset", 0), _int(request, "limit", 100, low=1, high=MAX_PAGE)
     page = await workspace.list_trials(record.run_id, offset=offset, limit=limit)
     total = sum((await workspace.count_trials(record.run_id)).values())
-    return JSONResponse({"rollouts": await trial_views(workspace, page), "offset": offset, "limit": limit, "total": total})
+    return JSONResponse(
+        {
+            "rollouts": await trial_views(workspace, page),
+            "offset": offset,
+            "limit": limit,
+            "total": total,
+        }
+    )
 
 
 @_handled
@@ -176,7 +199,9 @@ async def rollout(request: Request) -> Response:
     try:
         found = await _manager(request).workspace.get_rollout(rollout_id)
     except UserError:
-        raise NotFound(f"unknown rollout {rollout_id}: take ids from GET /api/runs/{{run_id}}/rollouts") from None
+        raise NotFound(
+            f"unknown rollout {rollout_id}: take ids from GET /api/runs/{{run_id}}/rollouts"
+        ) from None
     return JSONResponse(found.model_dump(mode="json"))
 
 
@@ -202,7 +227,9 @@ async def events(request: Request) -> Response:
     try:
         after = int(last)
     except ValueError:
-        raise UserError(f"Last-Event-ID / after must be an event seq number, got {last!r}") from None
+        raise UserError(
+            f"Last-Event-ID / after must be an event seq number, got {last!r}"
+        ) from None
     settings: StreamSettings = request.app.state.stream_settings
     return StreamingResponse(
         event_stream(_manager(request), record.run_id, after, settings),

@@ -95,5 +95,7 @@ def create_app(
     )
     app.state.manager = manager
     app.state.settings = settings
-    app.state.stream_settings = StreamSettings(heartbeat_s=settings.heartbeat_s, quiet_after_s=settings.quiet_after_s)
+    app.state.stream_settings = StreamSettings(
+        heartbeat_s=settings.heartbeat_s, quiet_after_s=settings.quiet_after_s
+    )
     return app

@@ -22,9 +22,13 @@ __all__ = ["TokenAuth", "error_json"]
 OPEN_PATHS = ("/static/", "/api/health", "/openapi.json", "/favicon.ico")
 
 
-def error_json(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_json(
+    status: int, type_: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
     """The service's error body ``{"error": {"type", "message"}}``."""
-    return JSONResponse({"error": {"type": type_, "message": message}}, status_code=status, headers=headers)
+    return JSONResponse(
+        {"error": {"type": type_, "message": message}}, status_code=status, headers=headers
+    )
 
 
 class TokenAuth:
@@ -60,7 +64,8 @@ class TokenAuth:
         reason = "wrong" if wrong else "missing"
         if path.startswith("/api/"):
             return error_json(
-                401, "Unauthorized",
+                401,
+                "Unauthorized",
                 f"{reason} service token: send Authorization: Bearer <token> (the value given to "
                 "`gepa-runtime serve --token` or GEPA_SERVE_TOKEN); the CLI takes --server-token",
                 headers={"WWW-Authenticate": "Bearer"},

@@ -30,7 +30,9 @@ class RunDigest:
     candidates: int = 0
     iterations: int = 0
     rejected: int = 0
-    coverage: float | None = None
+    coverage: dict[str, float] = field(
+        default_factory=dict
+    )  # candidate -> share of train seeds won
     means: dict[str, float | None] = field(default_factory=dict)
     winners: dict[str, list[str]] = field(default_factory=dict)
     promotion: dict[str, Any] | None = None
@@ -53,9 +55,15 @@ class RunDigest:
             self.error = data.get("error", self.error)
             self.evidence_dir = data.get("evidence_dir", self.evidence_dir)
         elif kind == "program":
-            self.program = {k: data.get(k) for k in ("program_id", "fingerprint", "components", "seeds")}
+            self.program = {
+                k: data.get(k) for k in ("program_id", "fingerprint", "components", "seeds")
+            }
             limits = data.get("budget") or {}
-            self.budget = {**self.budget, "limit": limits.get("max_metric_calls"), "max_cost_usd": limits.get("max_cost_usd")}
+            self.budget = {
+                **self.budget,
+                "limit": limits.get("max_metric_calls"),
+                "max_cost_usd": limits.get("max_cost_usd"),
+            }
         elif kind == "trials":
             self.budget = {**self.budget, **(data.get("budget") or {})}
         elif kind == "scored" and data.get("split") == "train":
@@ -67,7 +75,7 @@ class RunDigest:
             if self.best is None and entry["mean"] is not None:
                 self.best = entry
         elif kind == "frontier":
-            self.coverage = data.get("coverage", self.coverage)
+            self.coverage = dict(data.get("coverage") or {})
             self.winners = {str(k): list(v) for k, v in (data.get("winners") or {}).items()}
             if data.get("best"):
                 self.best = dict(data["best"])

@@ -14,6 +14,7 @@ gets the service's own ``--container-token`` / ``GEPA_CONTAINER_TOKEN``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -21,10 +22,11 @@ import time
 from dataclasses import dataclass
 
 import httpx
+from pydantic import SecretStr
 
 from optimizer.embedded import absolute_paths, run_stored
 from optimizer.service.digest import Digests
-from schemas import Event, GepaError, RunConfig, RunRecord, UserError
+from schemas import Event, GepaError, RunConfig, RunRecord, RunStatus, UserError
 from workspace import Workspace
 
 __all__ = ["OWNER_FILE", "RunConflict", "RunManager"]
@@ -59,10 +61,13 @@ class RunManager:
         self.digests = Digests(workspace)
         self.closing = asyncio.Event()
         self._http = http
-        self._default = RunConfig(container_token=container_token) if container_token else None
+        self._default = (
+            RunConfig(container_token=SecretStr(container_token)) if container_token else None
+        )
         self._secrets: dict[str, RunConfig] = {}
         self._active: dict[str, _Active] = {}
         self._wakeups: dict[str, asyncio.Event] = {}
+        self._starting = asyncio.Lock()
 
     # lifecycle
 
@@ -73,7 +78,9 @@ class RunManager:
             if record.status != "running":
                 continue
             if OWNER_FILE not in await self.workspace.list_files(record.run_id):
-                logger.info("run %s is running outside this service; not resuming it", record.run_id)
+                logger.info(
+                    "run %s is running outside this service; not resuming it", record.run_id
+                )
                 continue
             await self.start(record.run_id, resumed=True)
             resumed.append(record.run_id)
@@ -101,10 +108,8 @@ class RunManager:
         if self.closing.is_set():
             return
         event = self._wakeups.setdefault(run_id, asyncio.Event())
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), timeout)
-        except TimeoutError:
-            pass
 
     # commands
 
@@ -117,6 +122,10 @@ class RunManager:
 
     async def start(self, run_id: str, *, resumed: bool = False) -> RunRecord:
         """Start (or resume) ``run_id`` in the background."""
+        async with self._starting:  # two concurrent starts of one run must not both pass the checks
+            return await self._start(run_id, resumed=resumed)
+
+    async def _start(self, run_id: str, *, resumed: bool) -> RunRecord:
         record = await self.workspace.get_run(run_id)
         if run_id in self._active:
             raise RunConflict(f"run {run_id} is already running; follow it at /runs/{run_id}")
@@ -140,7 +149,9 @@ class RunManager:
         record = await self.workspace.get_run(run_id)
         active = self._active.get(run_id)
         if active is None:
-            raise RunConflict(f"run {run_id} is not running here (status {record.status}); nothing to cancel")
+            raise RunConflict(
+                f"run {run_id} is not running here (status {record.status}); nothing to cancel"
+            )
         active.cancel_requested = True
         active.task.cancel()
         await asyncio.wait([active.task])
@@ -152,8 +163,11 @@ class RunManager:
         active = self._active[run_id]
         try:
             await run_stored(
-                self.workspace, run_id, secrets=self._secrets.get(run_id, self._default),
-                on_event=self._on_event, http=self._http,
+                self.workspace,
+                run_id,
+                secrets=self._secrets.get(run_id, self._default),
+                on_event=self._on_event,
+                http=self._http,
             )
         except asyncio.CancelledError:
             if active.cancel_requested:
@@ -166,14 +180,18 @@ class RunManager:
             await self._fail(run_id, str(exc))
         except Exception as exc:  # noqa: BLE001 - task boundary: recorded on the run, not swallowed
             logger.exception("run %s crashed", run_id)
-            await self._fail(run_id, f"internal error ({type(exc).__name__}: {exc}); see the service log")
+            await self._fail(
+                run_id, f"internal error ({type(exc).__name__}: {exc}); see the service log"
+            )
         finally:
             self._active.pop(run_id, None)
             self._wake(run_id)
 
-    async def _finish(self, run_id: str, status: str, error: str) -> None:
+    async def _finish(self, run_id: str, status: RunStatus, error: str) -> None:
         await self.workspace.update_run(run_id, status=status, error=error)
-        await self._emit(run_id, "status", {"status": "interrupted" if status == "running" else status})
+        await self._emit(
+            run_id, "status", {"status": "interrupted" if status == "running" else status}
+        )
 
     async def _fail(self, run_id: str, message: str) -> None:
         """Mark a failure run_optimization did not record (e.g. the module did not load)."""

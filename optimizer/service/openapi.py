@@ -19,39 +19,78 @@ REF = "#/components/schemas/{model}"
 
 
 def _schemas() -> dict[str, Any]:
-    models: tuple[type[BaseModel], ...] = (CreateRun, RunConfig, CandidateRecord, RolloutRecord, TrialView, Event)
+    models: tuple[type[BaseModel], ...] = (
+        CreateRun,
+        RunConfig,
+        CandidateRecord,
+        RolloutRecord,
+        TrialView,
+        Event,
+    )
     out: dict[str, Any] = {}
     for model in models:
         schema = model.model_json_schema(ref_template=REF)
         out.update(schema.pop("$defs", {}))
         out[model.__name__] = schema
     out["Error"] = {
-        "type": "object", "required": ["error"],
-        "properties": {"error": {"type": "object", "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}},
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+            }
+        },
     }
     out["Run"] = {
         "type": "object",
         "description": "A run: stored config without secrets, status, phase, budget used, best so far.",
         "properties": {
-            "run_id": {"type": "string"}, "status": {"type": "string", "enum": ["created", "running", "completed", "failed", "cancelled"]},
-            "phase": {"type": "string"}, "error": {"type": ["string", "null"]}, "active": {"type": "boolean"},
-            "config": {"type": "object"}, "budget": {"type": "object", "properties": {
-                "paid": {"type": "integer"}, "cached": {"type": "integer"}, "errors": {"type": "integer"},
-                "limit": {"type": ["integer", "null"]}, "cost_usd": {"type": "number"}}},
-            "best": {"type": ["object", "null"], "properties": {"candidate_id": {"type": "string"}, "mean": {"type": "number"}}},
-            "promotion": {"type": ["object", "null"]}, "links": {"type": "object"},
+            "run_id": {"type": "string"},
+            "status": {
+                "type": "string",
+                "enum": ["created", "running", "completed", "failed", "cancelled"],
+            },
+            "phase": {"type": "string"},
+            "error": {"type": ["string", "null"]},
+            "active": {"type": "boolean"},
+            "config": {"type": "object"},
+            "budget": {
+                "type": "object",
+                "properties": {
+                    "paid": {"type": "integer"},
+                    "cached": {"type": "integer"},
+                    "errors": {"type": "integer"},
+                    "limit": {"type": ["integer", "null"]},
+                    "cost_usd": {"type": "number"},
+                },
+            },
+            "best": {
+                "type": ["object", "null"],
+                "properties": {"candidate_id": {"type": "string"}, "mean": {"type": "number"}},
+            },
+            "promotion": {"type": ["object", "null"]},
+            "links": {"type": "object"},
         },
     }
     return out
 
 
 def _json(schema: str, description: str = "OK") -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": REF.format(model=schema)}}}}
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": REF.format(model=schema)}}},
+    }
 
 
 def _errors(*codes: int) -> dict[str, Any]:
-    text = {400: "bad request", 401: "missing or wrong token", 404: "unknown run or rollout",
-            409: "not allowed in the run's state", 422: "invalid body or config"}
+    text = {
+        400: "bad request",
+        401: "missing or wrong token",
+        404: "unknown run or rollout",
+        409: "not allowed in the run's state",
+        422: "invalid body or config",
+    }
     return {str(c): _json("Error", text[c]) for c in codes}
 
 
@@ -61,49 +100,165 @@ RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "
 def _paths() -> dict[str, Any]:
     run = [RUN_ID]
     return {
-        "/api/health": {"get": {"summary": "Service health (no token needed)", "security": [],
-                                "responses": {"200": {"description": "OK"}}}},
-        "/api/runs": {
-            "get": {"summary": "List runs, newest first", "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": {
-                    "type": "object", "properties": {"runs": {"type": "array", "items": {"$ref": REF.format(model="Run")}}}}}}},
-                **_errors(401)}},
-            "post": {"summary": "Create a run (and start it with start=true)",
-                     "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": REF.format(model="CreateRun")}}}},
-                     "responses": {"201": _json("Run", "created"), **_errors(400, 401, 422)}},
+        "/api/health": {
+            "get": {
+                "summary": "Service health (no token needed)",
+                "security": [],
+                "responses": {"200": {"description": "OK"}},
+            }
         },
-        "/api/runs/{run_id}": {"get": {"summary": "One run", "parameters": run, "responses": {"200": _json("Run"), **_errors(401, 404)}}},
-        "/api/runs/{run_id}/start": {"post": {"summary": "Start or resume the run in the background", "parameters": run,
-                                              "responses": {"202": _json("Run", "started"), **_errors(401, 404, 409)}}},
-        "/api/runs/{run_id}/cancel": {"post": {"summary": "Cancel a running run", "parameters": run,
-                                               "responses": {"200": _json("Run", "cancelled"), **_errors(401, 404, 409)}}},
-        "/api/runs/{run_id}/candidates": {"get": {"summary": "Candidates with lineage, ranked by train mean then seeds won",
-                                                  "parameters": run, "responses": {"200": {"description": "OK"}, **_errors(401, 404)}}},
-        "/api/runs/{run_id}/rollouts": {"get": {
-            "summary": "A page of the run's trials (rollouts paid or reused), in order", "parameters": [
-                RUN_ID, {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "default": 0}},
-                {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}],
-            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {
-                "rollouts": {"type": "array", "items": {"$ref": REF.format(model="TrialView")}},
-                "offset": {"type": "integer"}, "limit": {"type": "integer"}, "total": {"type": "integer"}}}}}},
-                **_errors(400, 401, 404)}}},
-        "/api/runs/{run_id}/rollouts/{rollout_id}": {"get": {
-            "summary": "One rollout with its trace", "parameters": [
-                RUN_ID, {"name": "rollout_id", "in": "path", "required": True, "schema": {"type": "integer"}}],
-            "responses": {"200": _json("RolloutRecord"), **_errors(401, 404)}}},
-        "/api/runs/{run_id}/evidence": {"get": {"summary": "The evidence packet (evidence.json) of a completed run",
-                                                "parameters": run, "responses": {"200": {"description": "OK"}, **_errors(401, 404)}}},
-        "/api/runs/{run_id}/events": {"get": {
-            "summary": "The run's events as Server-Sent Events",
-            "description": (
-                "Each runner event is an SSE message with `id: <seq>` and the Event as JSON in `data`. "
-                "Named events from the service: `heartbeat` (every few seconds: time, last_event_at, status, "
-                "phase, active) and `end` (the run finished; the stream closes). Resume with the "
-                "`Last-Event-ID` header or `?after=<seq>`. `?token=` is accepted for EventSource."),
-            "parameters": [RUN_ID, {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"}},
-                           {"name": "after", "in": "query", "schema": {"type": "integer"}}],
-            "responses": {"200": {"description": "event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
-                          **_errors(400, 401, 404)}}},
+        "/api/runs": {
+            "get": {
+                "summary": "List runs, newest first",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "runs": {
+                                            "type": "array",
+                                            "items": {"$ref": REF.format(model="Run")},
+                                        }
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **_errors(401),
+                },
+            },
+            "post": {
+                "summary": "Create a run (and start it with start=true)",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": REF.format(model="CreateRun")}}
+                    },
+                },
+                "responses": {"201": _json("Run", "created"), **_errors(400, 401, 422)},
+            },
+        },
+        "/api/runs/{run_id}": {
+            "get": {
+                "summary": "One run",
+                "parameters": run,
+                "responses": {"200": _json("Run"), **_errors(401, 404)},
+            }
+        },
+        "/api/runs/{run_id}/start": {
+            "post": {
+                "summary": "Start or resume the run in the background",
+                "parameters": run,
+                "responses": {"202": _json("Run", "started"), **_errors(401, 404, 409)},
+            }
+        },
+        "/api/runs/{run_id}/cancel": {
+            "post": {
+                "summary": "Cancel a running run",
+                "parameters": run,
+                "responses": {"200": _json("Run", "cancelled"), **_errors(401, 404, 409)},
+            }
+        },
+        "/api/runs/{run_id}/candidates": {
+            "get": {
+                "summary": "Candidates with lineage, ranked by train mean then seeds won",
+                "parameters": run,
+                "responses": {"200": {"description": "OK"}, **_errors(401, 404)},
+            }
+        },
+        "/api/runs/{run_id}/rollouts": {
+            "get": {
+                "summary": "A page of the run's trials (rollouts paid or reused), in order",
+                "parameters": [
+                    RUN_ID,
+                    {
+                        "name": "offset",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 0, "default": 0},
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": 1000,
+                            "default": 100,
+                        },
+                    },
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "rollouts": {
+                                            "type": "array",
+                                            "items": {"$ref": REF.format(model="TrialView")},
+                                        },
+                                        "offset": {"type": "integer"},
+                                        "limit": {"type": "integer"},
+                                        "total": {"type": "integer"},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    **_errors(400, 401, 404),
+                },
+            }
+        },
+        "/api/runs/{run_id}/rollouts/{rollout_id}": {
+            "get": {
+                "summary": "One rollout with its trace",
+                "parameters": [
+                    RUN_ID,
+                    {
+                        "name": "rollout_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "integer"},
+                    },
+                ],
+                "responses": {"200": _json("RolloutRecord"), **_errors(401, 404)},
+            }
+        },
+        "/api/runs/{run_id}/evidence": {
+            "get": {
+                "summary": "The evidence packet (evidence.json) of a completed run",
+                "parameters": run,
+                "responses": {"200": {"description": "OK"}, **_errors(401, 404)},
+            }
+        },
+        "/api/runs/{run_id}/events": {
+            "get": {
+                "summary": "The run's events as Server-Sent Events",
+                "description": (
+                    "Each runner event is an SSE message with `id: <seq>` and the Event as JSON in `data`. "
+                    "Named events from the service: `heartbeat` (every few seconds: time, last_event_at, status, "
+                    "phase, active) and `end` (the run finished; the stream closes). Resume with the "
+                    "`Last-Event-ID` header or `?after=<seq>`. `?token=` is accepted for EventSource."
+                ),
+                "parameters": [
+                    RUN_ID,
+                    {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"}},
+                    {"name": "after", "in": "query", "schema": {"type": "integer"}},
+                ],
+                "responses": {
+                    "200": {
+                        "description": "event stream",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(400, 401, 404),
+                },
+            }
+        },
     }
 
 
@@ -111,13 +266,21 @@ def openapi_spec() -> dict[str, Any]:
     """The OpenAPI document."""
     return {
         "openapi": "3.1.0",
-        "info": {"title": "gepa-runtime service", "version": "1",
-                 "description": "Runs GEPA optimizations in the background; REST API and live console."},
+        "info": {
+            "title": "gepa-runtime service",
+            "version": "1",
+            "description": "Runs GEPA optimizations in the background; REST API and live console.",
+        },
         "paths": _paths(),
         "components": {
             "schemas": _schemas(),
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                           "description": "`gepa-runtime serve --token` / GEPA_SERVE_TOKEN; GET also takes ?token="}},
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "`gepa-runtime serve --token` / GEPA_SERVE_TOKEN; GET also takes ?token=",
+                }
+            },
         },
         "security": [{"bearer": []}],
     }

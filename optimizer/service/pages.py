@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -45,10 +46,12 @@ async def run_page(request: Request) -> Response:
     try:
         await workspace.get_run(run_id)
     except UserError:
+        token = request.query_params.get("token")
+        index = f"/?token={quote(token)}" if token else "/"
         body = (
             f"<p>There is no run <code>{html.escape(run_id)}</code> in the workspace "
             f"<code>{html.escape(str(workspace.root))}</code>.</p>"
-            '<p>Pick one from the <a href="/">list of runs</a>, or create one with '
+            f'<p>Pick one from the <a href="{html.escape(index)}">list of runs</a>, or create one with '
             "<code>gepa-runtime optimize create --server URL ...</code>.</p>"
         )
         return HTMLResponse(message_page("Unknown run", body), status_code=404)

@@ -24,7 +24,9 @@ RECONNECT_FOR_S = 60.0
 
 def _config_body(config: RunConfig) -> dict[str, Any]:
     body = config.model_dump(mode="json", exclude_defaults=True)
-    if config.container_token is not None:  # model_dump masks it; the service keeps it in memory only
+    if (
+        config.container_token is not None
+    ):  # model_dump masks it; the service keeps it in memory only
         body["container_token"] = config.container_token.get_secret_value()
     return body
 
@@ -32,7 +34,9 @@ def _config_body(config: RunConfig) -> dict[str, Any]:
 class ServiceClient:
     """Create, start and follow runs on a service at ``base_url``."""
 
-    def __init__(self, base_url: str, *, token: str | None = None, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, base_url: str, *, token: str | None = None, http: httpx.AsyncClient | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._owns = http is None
@@ -67,7 +71,9 @@ class ServiceClient:
             raise error(f"{method} {path} on {self.base_url}: {message}")
         return response.json()
 
-    async def create(self, config: RunConfig, *, run_id: str | None = None, start: bool = False) -> dict[str, Any]:
+    async def create(
+        self, config: RunConfig, *, run_id: str | None = None, start: bool = False
+    ) -> dict[str, Any]:
         """``POST /api/runs``; the run view."""
         body: dict[str, Any] = {"config": _config_body(config), "start": start}
         if run_id is not None:
@@ -86,7 +92,9 @@ class ServiceClient:
         """``GET /api/runs/{id}/evidence``."""
         return await self._request("GET", f"/api/runs/{run_id}/evidence")  # type: ignore[no-any-return]
 
-    async def follow(self, run_id: str, on_event: Callable[[Event], None], *, after: int = 0) -> dict[str, Any]:
+    async def follow(
+        self, run_id: str, on_event: Callable[[Event], None], *, after: int = 0
+    ) -> dict[str, Any]:
         """Read the run's events until its ``end``; returns the ``end`` data (status, error)."""
         last, failing_since = after, None
         while True:
@@ -106,10 +114,14 @@ class ServiceClient:
                 continue
             return end
 
-    async def _stream(self, run_id: str, after: int, on_event: Callable[[Event], None]) -> dict[str, Any] | int:
+    async def _stream(
+        self, run_id: str, after: int, on_event: Callable[[Event], None]
+    ) -> dict[str, Any] | int:
         """One connection: the ``end`` data, or the last seq seen when the stream closed early."""
         headers = {"Last-Event-ID": str(after)}
-        async with self._http.stream("GET", f"{self.base_url}/api/runs/{run_id}/events", headers=headers) as response:
+        async with self._http.stream(
+            "GET", f"{self.base_url}/api/runs/{run_id}/events", headers=headers
+        ) as response:
             if response.status_code != 200:
                 await response.aread()
                 await self._raise(response)
@@ -134,7 +146,9 @@ class ServiceClient:
 
     async def _raise(self, response: httpx.Response) -> None:
         if response.status_code == 401:
-            raise UserError(f"the service at {self.base_url} refused the token: pass --server-token TOKEN (or GEPA_SERVE_TOKEN)")
+            raise UserError(
+                f"the service at {self.base_url} refused the token: pass --server-token TOKEN (or GEPA_SERVE_TOKEN)"
+            )
         try:
             message = response.json()["error"]["message"]
         except (ValueError, KeyError, TypeError):

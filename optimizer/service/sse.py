@@ -73,21 +73,33 @@ async def event_stream(
         record = await workspace.get_run(run_id)
         now = time.time()
         if manager.closing.is_set():
-            yield format_sse({"status": record.status, "reason": "the service is stopping"}, event="end")
+            yield format_sse(
+                {"status": record.status, "reason": "the service is stopping"}, event="end"
+            )
             return
         finished = record.status in TERMINAL and not manager.is_active(run_id)
         if finished and (now - record.updated_at > SETTLE_S or _is_last(events)):
             for event in await workspace.events_since(run_id, after, PAGE):
                 after = event.seq
                 yield _message(event)
-            yield format_sse({"status": record.status, "phase": record.phase, "error": record.error or None}, event="end")
+            yield format_sse(
+                {"status": record.status, "phase": record.phase, "error": record.error or None},
+                event="end",
+            )
             return
         if now >= next_beat:
             next_beat = now + settings.heartbeat_s
-            yield format_sse({
-                "time": now, "last_event_at": last_event_at, "status": record.status, "phase": record.phase,
-                "active": manager.is_active(run_id), "quiet_after_s": settings.quiet_after_s,
-            }, event="heartbeat")
+            yield format_sse(
+                {
+                    "time": now,
+                    "last_event_at": last_event_at,
+                    "status": record.status,
+                    "phase": record.phase,
+                    "active": manager.is_active(run_id),
+                    "quiet_after_s": settings.quiet_after_s,
+                },
+                event="heartbeat",
+            )
         await manager.wait_for_news(run_id, min(POLL_S, max(0.05, next_beat - time.time())))
 
 

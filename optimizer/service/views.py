@@ -11,7 +11,9 @@ from workspace import Workspace
 __all__ = ["candidate_views", "run_view", "trial_views"]
 
 
-def run_view(record: RunRecord, digest: RunDigest, counts: dict[str, int], *, active: bool) -> dict[str, Any]:
+def run_view(
+    record: RunRecord, digest: RunDigest, counts: dict[str, int], *, active: bool
+) -> dict[str, Any]:
     """One run: its stored (secret-free) config, status and phase, budget used, best so far."""
     budget = digest.budget
     limit = budget.get("limit", record.config.get("max_metric_calls"))
@@ -27,8 +29,12 @@ def run_view(record: RunRecord, digest: RunDigest, counts: dict[str, int], *, ac
         "updated_at": record.updated_at,
         "config": record.config,
         "budget": {
-            "paid": counts.get("paid", 0), "cached": counts.get("cached", 0), "errors": counts.get("errors", 0),
-            "limit": limit, "retries": budget.get("retries", 0), "cost_usd": budget.get("cost_usd", 0.0),
+            "paid": counts.get("paid", 0),
+            "cached": counts.get("cached", 0),
+            "errors": counts.get("errors", 0),
+            "limit": limit,
+            "retries": budget.get("retries", 0),
+            "cost_usd": budget.get("cost_usd", 0.0),
             "max_cost_usd": budget.get("max_cost_usd", record.config.get("max_cost_usd")),
         },
         "best": digest.best,
@@ -67,9 +73,13 @@ def candidate_views(records: list[CandidateRecord], digest: RunDigest) -> list[d
         }
         for r in records
     ]
-    views.sort(key=lambda v: (
-        -(v["train_mean"] if v["train_mean"] is not None else -1.0), -v["seeds_won"], order[v["candidate_id"]],
-    ))
+    views.sort(
+        key=lambda v: (
+            -(v["train_mean"] if v["train_mean"] is not None else -1.0),
+            -v["seeds_won"],
+            order[v["candidate_id"]],
+        )
+    )
     return views
 
 
@@ -83,8 +93,13 @@ async def trial_views(workspace: Workspace, trials: list[TrialView]) -> list[dic
         source = reused.get(trial.cache_key) if trial.rollout_id is None else None
         if source is not None:
             view.update(
-                rollout_id=source.rollout_id, reward=source.reward, objectives=source.objectives,
-                output=source.output, feedback=source.feedback, error=source.error, latency_ms=source.latency_ms,
+                rollout_id=source.rollout_id,
+                reward=source.reward,
+                objectives=source.objectives,
+                output=source.output,
+                feedback=source.feedback,
+                error=source.error,
+                latency_ms=source.latency_ms,
             )
         out.append(view)
     return out

@@ -149,6 +149,8 @@ def test_sigkill_mid_search_then_resume_repeats_no_committed_rollout(tmp_path: P
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
         committed = _ok_rollouts(root)
         before = rollout_calls(log)
         assert committed and len(before) >= len(committed)

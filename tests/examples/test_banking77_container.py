@@ -156,6 +156,8 @@ async def test_fingerprint_changes_with_the_student_model(tmp_path: Path) -> Non
 def test_student_settings_from_env() -> None:
     assert StudentSettings.from_env({}).model == "student"
     assert StudentSettings.from_env({"OPENAI_API_KEY": "sk-x"}).model == "gpt-4o-mini"
+    local = {"OPENAI_API_KEY": "x", "OPENAI_BASE_URL": "http://127.0.0.1:8012/v1"}
+    assert StudentSettings.from_env(local).model == "student"
     env = {"OPENAI_API_KEY": "k", "GEPA_STUDENT_MODEL": "m", "OPENAI_BASE_URL": "http://h/v1"}
     assert StudentSettings.from_env(env) == StudentSettings(
         model="m", base_url="http://h/v1", api_key="k"

@@ -14,11 +14,42 @@ import asyncio
 import random
 import sys
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from optimizer.local_models import LlamaServer, free_port, model_path
-from proposer import Proposer, ProposerConfig
+from proposer import ChatReply, ModelClient, Proposer, ProposerConfig
 from schemas import ProposerError
 from tests.proposer.fakes import banking_evaluations, banking_request
+
+
+class RecordingClient(ModelClient):
+    """A ``ModelClient`` that keeps every reply, to show what the model actually wrote."""
+
+    def __init__(self, config: ProposerConfig) -> None:
+        super().__init__(config)
+        self.replies: list[ChatReply] = []
+
+    async def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatReply:
+        """``ModelClient.chat``, recorded."""
+        started = time.monotonic()
+        reply = await super().chat(messages, tools=tools, max_tokens=max_tokens)
+        self.replies.append(reply)
+        calls = [f"{c.name}({c.arguments[:200]})" for c in reply.tool_calls]
+        print(
+            f"- reply {len(self.replies)} ({'with' if tools else 'without'} tools, "
+            f"{time.monotonic() - started:.0f}s, finish={reply.finish_reason}, "
+            f"{reply.usage.output_tokens} tokens out, tool_calls={calls}):\n"
+            f"```text\n{reply.content}\n```",
+            flush=True,
+        )
+        return reply
 
 
 async def run_mode(base_url: str, alias: str, mode: str) -> None:
@@ -35,7 +66,7 @@ async def run_mode(base_url: str, alias: str, mode: str) -> None:
         timeout_s=900.0,
         max_retries=0,
     )
-    proposer = Proposer(config, rng=random.Random(0))
+    proposer = Proposer(config, client=RecordingClient(config), rng=random.Random(0))
     request = banking_request(evaluations=banking_evaluations(6, 2))
     started = time.monotonic()
     print(f"\n### {alias} / mode={mode}\n", flush=True)
@@ -45,12 +76,16 @@ async def run_mode(base_url: str, alias: str, mode: str) -> None:
         usage = getattr(exc, "usage", None)
         print(f"REJECTED ({type(exc).__name__}): {exc}\nusage: {usage}")
     else:
-        print(f"mode used: {proposal.mode}; rationale: {proposal.rationale}\nusage: {proposal.usage}")
+        print(
+            f"mode used: {proposal.mode}; rationale: {proposal.rationale}\nusage: {proposal.usage}"
+        )
         print("new system_prompt:\n```\n" + proposal.components["system_prompt"] + "\n```")
         print("diff:\n```diff\n" + proposal.diff + "```")
     finally:
         await proposer.aclose()
-    print(f"wall time: {time.monotonic() - started:.1f}s; decided mode: {proposer.mode}", flush=True)
+    print(
+        f"wall time: {time.monotonic() - started:.1f}s; decided mode: {proposer.mode}", flush=True
+    )
 
 
 async def main(roles: list[str]) -> None:

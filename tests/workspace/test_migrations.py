@@ -122,7 +122,7 @@ async def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
 async def test_file_that_is_not_sqlite_is_refused(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "workspace.sqlite").write_bytes(b"this is not a database at all" * 100)
-    with pytest.raises(WorkspaceError, match="workspace.sqlite"):
+    with pytest.raises(WorkspaceError, match="workspace.sqlite: file is not a database"):
         await Workspace(tmp_path / "ws").open()
 
 
@@ -132,19 +132,39 @@ async def test_readonly_opener_needs_an_existing_up_to_date_file(tmp_path: Path)
     assert not (tmp_path / "missing").exists()
     _old_file(tmp_path / "ws", 1)
     with pytest.raises(WorkspaceError, match="needs migrating"):
-        await Workspace(tmp_path / "ws", readonly=True).open()
+        await Workspace(tmp_path / "ws", readonly=True, busy_timeout_s=0.2).open()
     assert _pragma(tmp_path / "ws" / "workspace.sqlite", "user_version") == 1
 
 
-async def test_two_openers_migrating_at_once_agree(tmp_path: Path) -> None:
-    first, second = Workspace(tmp_path / "ws"), Workspace(tmp_path / "ws")
-    await asyncio.gather(first.open(), second.open())
+async def test_readonly_opener_waits_for_a_writer_that_is_creating_the_file(
+    tmp_path: Path,
+) -> None:
+    # The console may open the file between the writer creating it and migrating it.
+    (tmp_path / "ws").mkdir()
+    sqlite3.connect(tmp_path / "ws" / "workspace.sqlite").close()  # created, version 0
+
+    async def writer_arrives() -> None:
+        await asyncio.sleep(0.3)
+        async with Workspace(tmp_path / "ws") as ws:
+            await ws.create_run(_config(), run_id="r1")
+
+    writer = asyncio.create_task(writer_arrives())
+    async with Workspace(tmp_path / "ws", readonly=True) as reader:
+        await writer
+        assert [r.run_id for r in await reader.list_runs()] == ["r1"]
+
+
+async def test_openers_migrating_a_new_file_at_once_agree(tmp_path: Path) -> None:
+    openers = [Workspace(tmp_path / "ws") for _ in range(4)]
+    results = await asyncio.gather(*(w.open() for w in openers), return_exceptions=True)
     try:
-        run = await first.create_run(_config())
-        assert (await second.get_run(run.run_id)).run_id == run.run_id
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        run = await openers[0].create_run(_config())
+        for other in openers[1:]:
+            assert (await other.get_run(run.run_id)).run_id == run.run_id
     finally:
-        await first.close()
-        await second.close()
+        for opener in openers:
+            await opener.close()
     assert _pragma(tmp_path / "ws" / "workspace.sqlite", "user_version") == SCHEMA_VERSION
 
 

@@ -11,7 +11,7 @@
 
   const S = {
     status: "created", phase: "created", active: false, error: null, budget: {}, best: null, baseline: null,
-    candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: null, iterations: 0, rejected: 0,
+    candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: {}, iterations: 0, rejected: 0,
     startedAt: null, lastEventAt: null, lastSeq: 0, serverOffset: 0, lastBeat: null, quietAfter: 30, ended: false,
     program: null, stopReason: null, evidenceLoaded: false, feedOffset: 0, feedBusy: false, feedAgain: false,
   };
@@ -49,6 +49,7 @@
         break;
       case "program":
         S.program = d;
+        $("program-id").textContent = d.program_id;
         S.budget.limit = (d.budget || {}).max_metric_calls ?? S.budget.limit;
         activity(ev.ts, `program ${d.program_id}: ${d.seeds.train} train / ${d.seeds.val} val / ${d.seeds.holdout} holdout seeds`);
         break;
@@ -85,7 +86,7 @@
         }
         S.winners = d.winners || {};
         S.newWins = Object.keys(before).length ? fresh : new Set();
-        S.coverage = d.coverage;
+        S.coverage = d.coverage || {};
         if (d.best) S.best = d.best;
         break;
       }
@@ -115,7 +116,9 @@
   function render() {
     dirty = false;
     $("phase").replaceWith(Object.assign(chip(S.phase, "big"), { id: "phase" }));
-    $("status").replaceWith(Object.assign(chip(S.status), { id: "status" }));
+    const status = Object.assign(chip(S.status), { id: "status", title: "run status" });
+    status.hidden = S.status === S.phase || (S.status === "running" && S.phase !== "created" && S.phase !== "failed");
+    $("status").replaceWith(status);
     const at = STEPS.findIndex(([p]) => p === (S.phase === "failed" ? failedPhase : S.phase));
     $("steps").replaceChildren(...STEPS.map(([, label], i) => el("div", {
       class: "step " + (S.phase === "failed" && i === at ? "fail" : i < at || S.phase === "completed" ? "done" : i === at ? "now" : ""),
@@ -133,9 +136,11 @@
     $("best-foot").replaceChildren("baseline ", fmt(S.baseline && S.baseline.mean), S.best ? " · " : "", S.best ? cid(S.best.candidate_id) : "");
     $("ncand").textContent = S.candidates.size;
     $("cand-foot").textContent = `${S.iterations} iterations · ${S.rejected} proposals rejected`;
-    $("coverage").textContent = S.coverage === null ? "–" : pct(S.coverage);
-    const seeds = Object.keys(S.winners).length || (S.program && S.program.seeds.train);
-    $("coverage-foot").textContent = seeds ? `${seeds} train seeds · ${new Set(Object.values(S.winners).flat()).size || 1} candidate(s) on the frontier` : "train seeds won by the frontier";
+    const members = Object.entries(S.coverage).sort((a, b) => b[1] - a[1]);
+    $("coverage").replaceChildren(String(members.length || 1), " ", el("small", {}, members.length > 1 ? "candidates" : "candidate"));
+    $("coverage-foot").replaceChildren(...(members.length
+      ? [cid(members[0][0], members[0][0].slice(0, 8)), ` wins ${pct(members[0][1])} of the train seeds`]
+      : ["the baseline holds every train seed"]));
     $("frontier-aside").textContent = S.stopReason ? `search stopped: ${S.stopReason}` : "which candidate wins which train seed";
     Widgets.chart($("chart"), Object.assign({}, S, { now: S.ended || S.status !== "running" ? S.lastEventAt : serverNow() }));
     Widgets.frontier($("frontier"), S);
@@ -279,14 +284,16 @@
     $("cancel").onclick = () => act("cancel");
     $("drawer-close").onclick = () => { $("drawer").hidden = true; };
     $("drawer").onclick = (e) => { if (e.target.id === "drawer") $("drawer").hidden = true; };
+    document.addEventListener("keydown", (e) => { if (e.key === "Escape") $("drawer").hidden = true; });
     try {
       const view = await api(`/api/runs/${encodeURIComponent(runId)}`);
       Object.assign(S, { status: view.status, phase: view.phase, active: view.active, error: view.error });
       Object.assign(S.budget, view.budget);
       const cfg = view.config;
       const source = (cfg.containers || []).join(", ") || `module ${cfg.module}`;
-      $("run-sub").textContent = `${view.program_id || "program not reached yet"} · ${source} · reflection ${cfg.reflection_model}` +
-        (cfg.task_model ? ` · task ${cfg.task_model}` : "") + ` · created ${new Date(view.created_at * 1000).toLocaleString()}`;
+      $("run-sub").replaceChildren(el("span", { id: "program-id" }, view.program_id || "program not reached yet"),
+        ` · ${source} · reflection ${cfg.reflection_model}` + (cfg.task_model ? ` · task ${cfg.task_model}` : "") +
+        ` · created ${new Date(view.created_at * 1000).toLocaleString()}`);
       const total = view.budget.paid + view.budget.cached + view.budget.errors;
       S.feedOffset = Math.max(0, total - FEED_MAX);
       touch();

@@ -37,7 +37,7 @@ const Widgets = (() => {
     const span = tEnd - t0;
     for (let i = 0; i <= 4; i++) {
       const t = t0 + (span * i) / 4;
-      const label = span < 120 ? Math.round(t - t0) + "s" : Math.round((t - t0) / 60) + "m";
+      const label = span < 10 ? (t - t0).toFixed(1) + "s" : span < 120 ? Math.round(t - t0) + "s" : Math.round((t - t0) / 60) + "m";
       root.append(svg("text", { x: x(t), y: H - 8, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" }, label));
     }
     root.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
@@ -85,8 +85,9 @@ const Widgets = (() => {
     target.replaceChildren(
       el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)),
       el("div", { class: "legend" },
-        el("span", {}, el("i", { style: "background:#4f46e5" }), "wins the seed (ties: every best candidate)"),
-        el("span", {}, el("i", { style: "box-shadow:0 0 0 2px #f59e0b" }), "new in the last update")));
+        el("span", {}, el("i", { style: `background:${color(rows[0])}` }), "wins the seed (ties: every best candidate)"),
+        el("span", {}, el("i", { class: "ring" }), "new win in the last update")));
+    target.classList.toggle("dense", seeds.length > 48);
   }
 
   /** Candidates ranked by train mean, then seeds won; the best is highlighted. */

@@ -1,0 +1,98 @@
+"""``gepa-runtime serve`` as a real process on 127.0.0.1, for end-to-end and browser tests."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.fakes.servers import ROOT, free_port, wait_http
+
+
+@contextlib.contextmanager
+def serve_process(
+    root: Path, *, token: str | None = None, extra: list[str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start ``gepa-runtime serve`` for the workspace ``root``; yields (URL, process)."""
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "optimizer.cli",
+        "serve",
+        "--workspace",
+        str(root),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        *(extra or []),
+    ]
+    env = {**os.environ}
+    env.pop("GEPA_SERVE_TOKEN", None)
+    if token:
+        cmd += ["--token", token]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/api/health", proc=proc)
+        yield url, proc
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """Stop a process we started and wait for it."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def follow(
+    url: str,
+    run_id: str,
+    on_event: Callable[[dict[str, Any]], None],
+    *,
+    after: int = 0,
+    headers: dict[str, str] | None = None,
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """Read the run's SSE stream until ``end``; returns its data."""
+    kind, data = None, []
+    with httpx.stream(
+        "GET",
+        f"{url}/api/runs/{run_id}/events",
+        headers={"Last-Event-ID": str(after), **(headers or {})},
+        timeout=httpx.Timeout(timeout, read=30.0),
+    ) as response:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                kind = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+            elif line == "" and data:
+                payload = json.loads("".join(data))
+                if kind == "end":
+                    return payload  # type: ignore[no-any-return]
+                if kind is None:
+                    on_event(payload)
+                kind, data = None, []
+    raise AssertionError("the event stream closed without an end event")

@@ -1,0 +1,66 @@
+"""The append-only event log: ordering, resumption, and readers in another connection."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from schemas import RunConfig, WorkspaceError
+from workspace import Workspace
+
+CONFIG = RunConfig(containers=["http://127.0.0.1:9"])
+
+
+async def test_seq_is_monotonic_across_runs_and_resumable(ws: Workspace) -> None:
+    a = (await ws.create_run(CONFIG)).run_id
+    b = (await ws.create_run(CONFIG)).run_id
+    appended = []
+    for i in range(30):
+        appended.append(await ws.append_event(a if i % 3 else b, "tick", {"i": i}))
+    seqs = [e.seq for e in appended]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 30
+
+    of_a = await ws.events_since(a)
+    assert [e.data["i"] for e in of_a] == [i for i in range(30) if i % 3]
+    assert of_a == [e for e in appended if e.run_id == a]
+    # An SSE client that saw the 5th event of run a resumes right after it.
+    resumed = await ws.events_since(a, after_seq=of_a[4].seq)
+    assert resumed == of_a[5:]
+    assert await ws.events_since(a, after_seq=of_a[4].seq, limit=3) == of_a[5:8]
+    assert await ws.events_since(a, after_seq=appended[-1].seq) == []
+    # None follows every run of the workspace.
+    assert await ws.events_since(None) == appended
+
+
+async def test_concurrent_appends_get_distinct_ordered_seqs(ws: Workspace, run_id) -> None:
+    events = await asyncio.gather(*(ws.append_event(run_id, "e", {"i": i}) for i in range(50)))
+    stored = await ws.events_since(run_id)
+    assert sorted(e.seq for e in events) == [e.seq for e in stored]
+    assert {e.data["i"] for e in stored} == set(range(50))
+
+
+async def test_seq_is_never_reused_after_reopen(tmp_path) -> None:
+    async with Workspace(tmp_path / "ws") as ws:
+        run_id = (await ws.create_run(CONFIG)).run_id
+        last = await ws.append_event(run_id, "a")
+    async with Workspace(tmp_path / "ws") as ws:
+        nxt = await ws.append_event(run_id, "b")
+    assert nxt.seq > last.seq
+
+
+async def test_a_reader_in_another_connection_sees_committed_events(tmp_path) -> None:
+    async with Workspace(tmp_path / "ws") as writer:
+        run_id = (await writer.create_run(CONFIG)).run_id
+        async with Workspace(tmp_path / "ws", readonly=True) as reader:
+            assert await reader.events_since(run_id) == []
+            event = await writer.append_event(run_id, "phase", {"phase": "searching"})
+            assert await reader.events_since(run_id) == [event]
+            with pytest.raises(WorkspaceError, match="read-only"):
+                await reader.append_event(run_id, "nope")
+
+
+async def test_event_data_must_be_json(ws: Workspace, run_id) -> None:
+    with pytest.raises(WorkspaceError, match="not JSON"):
+        await ws.append_event(run_id, "bad", {"when": object()})
+    assert await ws.events_since(run_id) == []
