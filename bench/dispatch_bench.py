@@ -45,8 +45,16 @@ def _port() -> int:
 def noop_container(latency: float) -> Iterator[str]:
     port = _port()
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "noop_container.py"), "--port", str(port), "--latency", str(latency)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            str(ROOT / "bench" / "noop_container.py"),
+            "--port",
+            str(port),
+            "--latency",
+            str(latency),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -63,13 +71,20 @@ def noop_container(latency: float) -> Iterator[str]:
 
 async def raw_loop(url: str, n: int, concurrency: int) -> float:
     """Seconds for ``n`` POST /rollout with ``concurrency`` workers and nothing else."""
-    limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)
+    limits = httpx.Limits(
+        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
+    )
     async with httpx.AsyncClient(limits=limits, timeout=60) as http:
         counter = iter(range(n))
 
         async def worker() -> None:
             for i in counter:
-                body = {"candidate": {"system_prompt": "raw"}, "seed": f"s{i}", "run_id": "raw", "candidate_id": "raw"}
+                body = {
+                    "candidate": {"system_prompt": "raw"},
+                    "seed": f"s{i}",
+                    "run_id": "raw",
+                    "candidate_id": "raw",
+                }
                 response = await http.post(f"{url}/rollout", json=body)
                 response.raise_for_status()
                 response.json()
@@ -90,8 +105,13 @@ async def queue_run(url: str, n: int, concurrency: int, per_candidate: int) -> f
             budget = Budget()
             events = EventSink(ws, run.run_id)
             async with RolloutQueue(
-                client=client, workspace=ws, run_id=run.run_id, program=program, budget=budget,
-                events=events, concurrency=concurrency,
+                client=client,
+                workspace=ws,
+                run_id=run.run_id,
+                program=program,
+                budget=budget,
+                events=events,
+                concurrency=concurrency,
             ) as queue:
                 start = time.perf_counter()
                 jobs = []
@@ -106,7 +126,9 @@ async def queue_run(url: str, n: int, concurrency: int, per_candidate: int) -> f
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=2000, help="rollouts for P1")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrency for P1")
     args = parser.parse_args()
@@ -118,7 +140,9 @@ async def main() -> None:
     raw_rate, queue_rate = args.n / raw, args.n / queued
     print(f"P1 no-op container, n={args.n}, concurrency={args.concurrency}")
     print(f"   bare httpx loop : {raw_rate:8.1f} rollouts/s")
-    print(f"   rollout queue   : {queue_rate:8.1f} rollouts/s  (cache lookup + budget + SQLite commit + events)")
+    print(
+        f"   rollout queue   : {queue_rate:8.1f} rollouts/s  (cache lookup + budget + SQLite commit + events)"
+    )
     print(f"   ratio           : {queue_rate / raw_rate:8.2f}   (target >= 0.80)")
 
     n, latency, conc = 640, 0.1, 32

@@ -18,7 +18,9 @@ from starlette.routing import Route
 def create_app(latency: float, seeds: int) -> Starlette:
     """The no-op container: every rollout scores 1.0 after ``latency`` seconds."""
     program = {
-        "protocol": "gepa-container/1", "program_id": "noop", "fingerprint": f"noop-{latency}",
+        "protocol": "gepa-container/1",
+        "program_id": "noop",
+        "fingerprint": f"noop-{latency}",
         "components": [{"name": "system_prompt", "kind": "prompt", "text": "noop"}],
         "seeds": {"train": [f"s{i}" for i in range(seeds)], "val": [], "holdout": ["h0"]},
     }
@@ -33,11 +35,17 @@ def create_app(latency: float, seeds: int) -> Starlette:
         await request.body()
         if latency:
             await asyncio.sleep(latency)
-        return JSONResponse({"reward": 1.0, "output": "ok", "feedback": "", "usage": {"latency_ms": latency * 1000}})
+        return JSONResponse(
+            {"reward": 1.0, "output": "ok", "feedback": "", "usage": {"latency_ms": latency * 1000}}
+        )
 
-    return Starlette(routes=[
-        Route("/health", health), Route("/program", get_program), Route("/rollout", rollout, methods=["POST"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/health", health),
+            Route("/program", get_program),
+            Route("/rollout", rollout, methods=["POST"]),
+        ]
+    )
 
 
 def main() -> None:
@@ -46,8 +54,13 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--seeds", type=int, default=10000)
     args = parser.parse_args()
-    uvicorn.run(create_app(args.latency, args.seeds), host="127.0.0.1", port=args.port, log_level="warning",
-                backlog=2048)
+    uvicorn.run(
+        create_app(args.latency, args.seeds),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        backlog=2048,
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 
 from schemas import BudgetExhausted, RunConfig, UserError
 
-__all__ = ["AUTO_PROPOSALS", "Budget", "auto_metric_calls", "final_reserve"]
+__all__ = [
+    "AUTO_PROPOSALS",
+    "Budget",
+    "auto_metric_calls",
+    "budget_floor",
+    "final_reserve",
+    "resolve_metric_calls",
+    "selection_reserve",
+]
 
 AUTO_PROPOSALS = {"light": 6, "medium": 12, "heavy": 24}
 
@@ -30,6 +38,17 @@ AUTO_PROPOSALS = {"light": 6, "medium": 12, "heavy": 24}
 def final_reserve(top_k: int, selection_size: int) -> int:
     """Rollouts kept back for evaluating the top-k candidates on the selection split."""
     return top_k * selection_size
+
+
+def selection_reserve(top_k: int, *, holdout: int, val: int) -> int:
+    """Rollouts kept for the end of a run: top-k on the selection split, plus best and
+    baseline on holdout when selection used val seeds."""
+    return final_reserve(top_k, val or holdout) + (2 * holdout if val else 0)
+
+
+def budget_floor(top_k: int, *, train: int, holdout: int, val: int) -> int:
+    """The fewest metric calls a run can work with: baseline on train and holdout + the reserve."""
+    return train + holdout + selection_reserve(top_k, holdout=holdout, val=val)
 
 
 def auto_metric_calls(
@@ -40,8 +59,11 @@ def auto_metric_calls(
         raise UserError(f"--auto must be one of light, medium, heavy (got {level!r})")
     proposals = AUTO_PROPOSALS[level]
     m = min(minibatch, train)
-    return train + holdout + proposals * (2 * m + math.ceil(train / 2)) + final_reserve(
-        top_k, val or holdout
+    return (
+        train
+        + holdout
+        + proposals * (2 * m + math.ceil(train / 2))
+        + final_reserve(top_k, val or holdout)
     )
 
 
@@ -51,8 +73,12 @@ def resolve_metric_calls(config: RunConfig, *, train: int, holdout: int, val: in
         return config.max_metric_calls
     if config.auto is not None:
         return auto_metric_calls(
-            config.auto, train=train, holdout=holdout, val=val,
-            minibatch=config.minibatch_size, top_k=config.holdout_top_k,
+            config.auto,
+            train=train,
+            holdout=holdout,
+            val=val,
+            minibatch=config.minibatch_size,
+            top_k=config.holdout_top_k,
         )
     return None
 
@@ -93,7 +119,9 @@ class Budget:
         """Raise ``BudgetExhausted`` when the search may not start more work."""
         room = self.search_room()
         if room is not None and room <= 0:
-            raise BudgetExhausted(f"metric-call budget reached ({self.paid} paid of {self.max_calls})")
+            raise BudgetExhausted(
+                f"metric-call budget reached ({self.paid} paid of {self.max_calls})"
+            )
         if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
             raise BudgetExhausted(
                 f"cost budget reached (${self.cost_usd:.4f} of ${self.max_cost_usd:.4f})"
@@ -122,7 +150,13 @@ class Budget:
         self.booked = max(0, self.booked - n)
 
     def settle(
-        self, *, cost_usd: float, error: bool, retries: int, input_tokens: int = 0, output_tokens: int = 0
+        self,
+        *,
+        cost_usd: float,
+        error: bool,
+        retries: int,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
     ) -> None:
         """One booked call was paid for."""
         self.booked = max(0, self.booked - 1)
@@ -137,9 +171,13 @@ class Budget:
     def snapshot(self) -> dict[str, float | int | None]:
         """Counters for events, the console and the evidence packet."""
         return {
-            "paid": self.paid, "cached": self.cached, "errors": self.errors,
-            "retries": self.retries, "limit": self.max_calls,
-            "cost_usd": round(self.cost_usd, 6), "max_cost_usd": self.max_cost_usd,
+            "paid": self.paid,
+            "cached": self.cached,
+            "errors": self.errors,
+            "retries": self.retries,
+            "limit": self.max_calls,
+            "cost_usd": round(self.cost_usd, 6),
+            "max_cost_usd": self.max_cost_usd,
             "student_cost_usd": round(self.student_cost_usd, 6),
             "proposer_cost_usd": round(self.proposer_cost_usd, 6),
         }

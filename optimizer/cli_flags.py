@@ -16,7 +16,13 @@ from pydantic import ValidationError
 
 from schemas import RunConfig, UserError
 
-__all__ = ["FLAGS", "add_config_flags", "add_workspace_flag", "config_from_args", "config_overrides"]
+__all__ = [
+    "FLAGS",
+    "add_config_flags",
+    "add_workspace_flag",
+    "config_from_args",
+    "config_overrides",
+]
 
 
 @dataclass(frozen=True)
@@ -49,50 +55,121 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--dataset", "dataset", "dataset file or folder for --module"),
     Flag("--verifier", "verifier", "verifier JSON file or module:function for --module"),
     Flag("--splits-file", "splits_file", "splits JSON for --module"),
-    Flag("--task-model", "task_model", "student model passed to the container as the rollout policy"),
-    Flag("--reflection-model", "reflection_model", "proposer model (e.g. gpt-4.1, openrouter/..., or a local alias)"),
-    Flag("--reflection-base-url", "reflection_base_url", "OpenAI-compatible base URL of the proposer model"),
-    Flag("--reflection-api-key-env", "reflection_api_key_env", "env var holding the proposer's API key"),
-    Flag("--proposer-mode", "proposer_mode", "agent (tool calls), text, or auto", choices=("auto", "agent", "text")),
+    Flag(
+        "--task-model", "task_model", "student model passed to the container as the rollout policy"
+    ),
+    Flag(
+        "--reflection-model",
+        "reflection_model",
+        "proposer model (e.g. gpt-4.1, openrouter/..., or a local alias)",
+    ),
+    Flag(
+        "--reflection-base-url",
+        "reflection_base_url",
+        "OpenAI-compatible base URL of the proposer model",
+    ),
+    Flag(
+        "--reflection-api-key-env",
+        "reflection_api_key_env",
+        "env var holding the proposer's API key",
+    ),
+    Flag(
+        "--proposer-mode",
+        "proposer_mode",
+        "agent (tool calls), text, or auto",
+        choices=("auto", "agent", "text"),
+    ),
     Flag("--max-prompt-chars", "max_prompt_chars", "length cap per component for proposals", int),
     Flag("--max-metric-calls", "max_metric_calls", "budget: paid rollouts", int),
-    Flag("--auto", "auto", "budget from split sizes (formula in the README)", choices=("light", "medium", "heavy")),
+    Flag(
+        "--auto",
+        "auto",
+        "budget from split sizes (formula in the README)",
+        choices=("light", "medium", "heavy"),
+    ),
     Flag("--max-cost-usd", "max_cost_usd", "budget: student + proposer dollars", float),
     Flag("--concurrency", "concurrency", "rollouts in flight (default 4)", int),
     Flag("--minibatch-size", "minibatch_size", "seeds per minibatch gate (default 4)", int),
-    Flag("--proposals-in-flight", "proposals_in_flight", "concurrent search iterations (default 1)", int),
+    Flag(
+        "--proposals-in-flight",
+        "proposals_in_flight",
+        "concurrent search iterations (default 1)",
+        int,
+    ),
     Flag("--use-merge", "use_merge", "try merges of complementary candidates (true/false)", _bool),
-    Flag("--holdout-top-k", "holdout_top_k", "frontier candidates scored on heldout (default 3)", int),
-    Flag("--min-holdout-improvement", "min_holdout_improvement", "lift needed to promote (default 0)", float),
+    Flag(
+        "--holdout-top-k", "holdout_top_k", "frontier candidates scored on heldout (default 3)", int
+    ),
+    Flag(
+        "--min-holdout-improvement",
+        "min_holdout_improvement",
+        "lift needed to promote (default 0)",
+        float,
+    ),
     Flag("--seed", "seed", "random seed (default 0)", int),
-    Flag("--max-retries", "max_retries", "retries per rollout on 429/5xx/timeouts (default 5)", int),
-    Flag("--rollout-timeout", "rollout_timeout_s", "seconds per rollout request (default 300)", float),
-    Flag("--max-error-rate", "max_error_rate", "stop when this share of rollouts fails (default 0.25)", float),
-    Flag("--retry-base-delay", "retry_base_delay_s", "first retry delay in seconds, doubling (default 0.5)", float),
-    Flag("--max-idle-iterations", "max_idle_iterations", "stop after this many iterations without a new candidate (default 20)", int),
+    Flag(
+        "--max-retries", "max_retries", "retries per rollout on 429/5xx/timeouts (default 5)", int
+    ),
+    Flag(
+        "--rollout-timeout", "rollout_timeout_s", "seconds per rollout request (default 300)", float
+    ),
+    Flag(
+        "--max-error-rate",
+        "max_error_rate",
+        "stop when this share of rollouts fails (default 0.25)",
+        float,
+    ),
+    Flag(
+        "--retry-base-delay",
+        "retry_base_delay_s",
+        "first retry delay in seconds, doubling (default 0.5)",
+        float,
+    ),
+    Flag(
+        "--max-idle-iterations",
+        "max_idle_iterations",
+        "stop after this many iterations without a new candidate (default 20)",
+        int,
+    ),
 )
 
 
 def add_workspace_flag(parser: argparse.ArgumentParser) -> None:
     """``--workspace DIR`` (env ``GEPA_WORKSPACE``, default ./.gepa)."""
-    parser.add_argument("--workspace", default=None, help="workspace folder (env GEPA_WORKSPACE, default ./.gepa)")
+    parser.add_argument(
+        "--workspace", default=None, help="workspace folder (env GEPA_WORKSPACE, default ./.gepa)"
+    )
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
     """Every run-config flag, defaulting to None so unset flags stay unset."""
     parser.add_argument(
-        "--container", action="append", default=None, metavar="URL",
+        "--container",
+        action="append",
+        default=None,
+        metavar="URL",
         help="task container URL, repeatable (env GEPA_CONTAINERS, comma-separated)",
     )
-    parser.add_argument("--token", default=None, help="container bearer token (env GEPA_CONTAINER_TOKEN)")
+    parser.add_argument(
+        "--token", default=None, help="container bearer token (env GEPA_CONTAINER_TOKEN)"
+    )
     for f in FLAGS:
-        parser.add_argument(f.flag, dest=f.field, type=f.type, choices=f.choices, default=None, help=f"{f.help} (env {f.env})")
+        parser.add_argument(
+            f.flag,
+            dest=f.field,
+            type=f.type,
+            choices=f.choices,
+            default=None,
+            help=f"{f.help} (env {f.env})",
+        )
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Config fields the user set by flag or environment."""
     data: dict[str, Any] = {}
-    containers = args.container or [u for u in os.environ.get("GEPA_CONTAINERS", "").split(",") if u.strip()]
+    containers = args.container or [
+        u for u in os.environ.get("GEPA_CONTAINERS", "").split(",") if u.strip()
+    ]
     if containers:
         data["containers"] = [u.strip() for u in containers]
     token = args.token or os.environ.get("GEPA_CONTAINER_TOKEN")
@@ -104,7 +181,9 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 value = f.type(os.environ[f.env])
             except (ValueError, argparse.ArgumentTypeError) as exc:
-                raise UserError(f"{f.env}={os.environ[f.env]!r} is not valid for {f.flag}: {exc}") from exc
+                raise UserError(
+                    f"{f.env}={os.environ[f.env]!r} is not valid for {f.flag}: {exc}"
+                ) from exc
         if value is not None:
             data[f.field] = value
     return data
@@ -116,7 +195,10 @@ def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = Non
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        by_field = {f.field: f.flag for f in FLAGS} | {"containers": "--container", "container_token": "--token"}
+        by_field = {f.field: f.flag for f in FLAGS} | {
+            "containers": "--container",
+            "container_token": "--token",
+        }
         problems = []
         for err in exc.errors():
             loc = str(err["loc"][0]) if err["loc"] else ""

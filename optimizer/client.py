@@ -112,15 +112,15 @@ class ContainerClient:
         self._endpoints = [_Endpoint(u.rstrip("/")) for u in urls]
         self._policy = policy or RetryPolicy()
         self._rng = rng or random.Random(0)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Per-request headers: an injected client may be shared by runs with other tokens.
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(
-            headers=headers,
             timeout=httpx.Timeout(self._policy.timeout_s, connect=10.0),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
         )
-        if http is not None and token:
-            self._http.headers["Authorization"] = f"Bearer {token}"
 
     @property
     def urls(self) -> list[str]:
@@ -148,11 +148,13 @@ class ContainerClient:
 
     async def _probe(self, url: str) -> str | None:
         try:
-            response = await self._http.get(f"{url}/health", timeout=10.0)
+            response = await self._http.get(f"{url}/health", headers=self._headers, timeout=10.0)
         except httpx.HTTPError as exc:
             return f"unreachable ({type(exc).__name__}: {exc})"
         if response.status_code in (401, 403):
-            return f"refused the token ({response.status_code}): pass --token or GEPA_CONTAINER_TOKEN"
+            return (
+                f"refused the token ({response.status_code}): pass --token or GEPA_CONTAINER_TOKEN"
+            )
         if response.status_code != 200:
             return f"GET /health answered {response.status_code}"
         try:
@@ -177,9 +179,11 @@ class ContainerClient:
         return first
 
     async def _get_program(self, url: str) -> Program:
-        response = await self._http.get(f"{url}/program")
+        response = await self._http.get(f"{url}/program", headers=self._headers)
         if response.status_code in (401, 403):
-            raise UserError(f"{url} refused the token ({response.status_code}): pass --token or GEPA_CONTAINER_TOKEN")
+            raise UserError(
+                f"{url} refused the token ({response.status_code}): pass --token or GEPA_CONTAINER_TOKEN"
+            )
         if response.status_code != 200:
             raise ProtocolViolation(
                 f"GET {url}/program answered {response.status_code}: {_error_message(response)}",
@@ -188,7 +192,9 @@ class ContainerClient:
         try:
             return Program.model_validate(response.json())
         except (ValueError, ValidationError) as exc:
-            raise ProtocolViolation(f"GET {url}/program is not a gepa-container/1 program: {exc}") from exc
+            raise ProtocolViolation(
+                f"GET {url}/program is not a gepa-container/1 program: {exc}"
+            ) from exc
 
     def _pick(self) -> _Endpoint:
         now = time.monotonic()
@@ -211,7 +217,9 @@ class ContainerClient:
             started = time.perf_counter()
             retry_after: float | None = None
             try:
-                response = await self._http.post(f"{endpoint.url}/rollout", json=body)
+                response = await self._http.post(
+                    f"{endpoint.url}/rollout", json=body, headers=self._headers
+                )
             except httpx.HTTPError as exc:
                 last, status = f"{type(exc).__name__}: {exc}".rstrip(": "), None
                 endpoint.failures += 1
@@ -253,4 +261,6 @@ class ContainerClient:
         try:
             return RolloutResponse.model_validate(response.json())
         except (ValueError, ValidationError) as exc:
-            raise ProtocolViolation(f"POST {url}/rollout answered 200 with a body that is not a rollout: {exc}") from exc
+            raise ProtocolViolation(
+                f"POST {url}/rollout answered 200 with a body that is not a rollout: {exc}"
+            ) from exc

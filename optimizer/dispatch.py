@@ -116,7 +116,9 @@ class RolloutQueue:
         self._jobs: asyncio.PriorityQueue[tuple[int, int, _Job, asyncio.Future[RolloutRecord]]] = (
             asyncio.PriorityQueue()
         )
-        self._done: asyncio.Queue[tuple[RolloutRecord, int, asyncio.Future[RolloutRecord]]] = asyncio.Queue()
+        self._done: asyncio.Queue[tuple[RolloutRecord, int, asyncio.Future[RolloutRecord]]] = (
+            asyncio.Queue()
+        )
         self._batches = itertools.count()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -163,7 +165,9 @@ class RolloutQueue:
         if cached_trials:
             self._budget.cached += len(cached_trials)
             await self._workspace.link_trials(self._run_id, cached_trials)
-            await self._emit_trials(candidate_id, [(t.seed, results[t.seed].record, True) for t in cached_trials])
+            await self._emit_trials(
+                candidate_id, [(t.seed, results[t.seed].record, True) for t in cached_trials]
+            )
         if misses:
             batch = next(self._batches)
             loop = asyncio.get_running_loop()
@@ -174,7 +178,7 @@ class RolloutQueue:
                 job = _Job(candidate_id, chash, dict(components), seed, keys[seed])
                 self._jobs.put_nowait((batch, index, job, future))
             try:
-                records = await asyncio.gather(*futures.values())
+                records = await self._wait(list(futures.values()))
             finally:
                 self._budget.release(sum(1 for f in futures.values() if not f.done()))
                 for future in futures.values():
@@ -184,10 +188,34 @@ class RolloutQueue:
             self._gate.check()
         return {seed: results[seed] for seed in seeds}
 
-    def _trial(self, candidate_id: str, seed: str, record: RolloutRecord, *, cached: bool, rollout_id: int | None = None) -> Trial:
+    async def _wait(self, futures: list[asyncio.Future[RolloutRecord]]) -> list[RolloutRecord]:
+        """Gather the futures, unless the committer dies first (then raise its error)."""
+        gathered = asyncio.ensure_future(asyncio.gather(*futures))
+        committer = self._tasks[-1]
+        await asyncio.wait([gathered, committer], return_when=asyncio.FIRST_COMPLETED)
+        if not gathered.done():
+            gathered.cancel()
+            error = committer.exception() if not committer.cancelled() else None
+            raise error or asyncio.CancelledError()
+        return list(gathered.result())
+
+    def _trial(
+        self,
+        candidate_id: str,
+        seed: str,
+        record: RolloutRecord,
+        *,
+        cached: bool,
+        rollout_id: int | None = None,
+    ) -> Trial:
         return Trial(
-            run_id=self._run_id, candidate_id=candidate_id, seed=seed, cache_key=record.cache_key,
-            cached=cached, status=record.status, rollout_id=rollout_id,
+            run_id=self._run_id,
+            candidate_id=candidate_id,
+            seed=seed,
+            cache_key=record.cache_key,
+            cached=cached,
+            status=record.status,
+            rollout_id=rollout_id,
         )
 
     async def _worker(self) -> None:
@@ -196,8 +224,11 @@ class RolloutQueue:
             if future.cancelled():
                 continue
             request = RolloutRequest(
-                run_id=self._run_id, candidate_id=job.candidate_id,
-                candidate=dict(job.components), seed=job.seed, policy=self._policy,
+                run_id=self._run_id,
+                candidate_id=job.candidate_id,
+                candidate=dict(job.components),
+                seed=job.seed,
+                policy=self._policy,
             )
             try:
                 outcome, retries = await self._client.rollout(request)
@@ -215,18 +246,29 @@ class RolloutQueue:
 
     def _record(self, job: _Job, outcome, *, attempts: int, error: str | None) -> RolloutRecord:  # type: ignore[no-untyped-def]
         base = dict(
-            cache_key=job.key, run_id=self._run_id, candidate_id=job.candidate_id,
-            candidate_hash=job.candidate_hash, fingerprint=self._fingerprint, seed=job.seed,
-            policy=self._policy_key, attempts=attempts,
+            cache_key=job.key,
+            run_id=self._run_id,
+            candidate_id=job.candidate_id,
+            candidate_hash=job.candidate_hash,
+            fingerprint=self._fingerprint,
+            seed=job.seed,
+            policy=self._policy_key,
+            attempts=attempts,
         )
         if outcome is None:
             return RolloutRecord(status="error", error=error, **base)
         response = outcome.response
         return RolloutRecord(
-            status="ok", reward=response.reward, objectives=response.objectives or {"reward": response.reward},
-            output=response.output, feedback=response.feedback, trace=response.trace.model_dump(mode="json"),
-            usage=response.usage, latency_ms=response.usage.latency_ms or outcome.latency_ms,
-            error=response.error, **base,
+            status="ok",
+            reward=response.reward,
+            objectives=response.objectives or {"reward": response.reward},
+            output=response.output,
+            feedback=response.feedback,
+            trace=response.trace.model_dump(mode="json"),
+            usage=response.usage,
+            latency_ms=response.usage.latency_ms or outcome.latency_ms,
+            error=response.error,
+            **base,
         )
 
     async def _committer(self) -> None:
@@ -234,37 +276,62 @@ class RolloutQueue:
             batch = [await self._done.get()]
             while not self._done.empty() and len(batch) < 256:
                 batch.append(self._done.get_nowait())
-            records = [record for record, _, _ in batch]
-            ids = await self._workspace.record_rollouts(records)
-            trials = [
-                self._trial(r.candidate_id, r.seed, r, cached=False, rollout_id=i)
-                for r, i in zip(records, ids, strict=True)
-            ]
-            await self._workspace.link_trials(self._run_id, trials)
-            for record, retries, future in batch:
-                self._budget.settle(
-                    cost_usd=record.usage.cost_usd, error=record.status == "error", retries=retries,
-                    input_tokens=record.usage.input_tokens, output_tokens=record.usage.output_tokens,
-                )
-                self._gate.observe(record)
-            by_candidate: dict[str, list[tuple[str, RolloutRecord, bool]]] = {}
-            for record in records:
-                by_candidate.setdefault(record.candidate_id, []).append((record.seed, record, False))
-            for candidate_id, items in by_candidate.items():
-                await self._emit_trials(candidate_id, items)
-            for record, _, future in batch:
-                if not future.done():
-                    future.set_result(record)
+            try:
+                await self._commit(batch)
+            except BaseException as exc:
+                # The store failed (or we are cancelled): nobody may wait forever on a
+                # rollout that was never committed; the error reaches every waiting caller.
+                failure = exc if isinstance(exc, Exception) else asyncio.CancelledError()
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(failure)
+                raise
 
-    async def _emit_trials(self, candidate_id: str, items: list[tuple[str, RolloutRecord, bool]]) -> None:
-        await self._events.emit("trials", {
-            "candidate_id": candidate_id,
-            "trials": [
-                {
-                    "seed": seed, "reward": record.reward, "status": record.status, "cached": cached,
-                    "feedback": (record.feedback or record.error or "")[:FEEDBACK_IN_EVENTS],
-                }
-                for seed, record, cached in items
-            ],
-            "budget": self._budget.snapshot(),
-        })
+    async def _commit(
+        self, batch: list[tuple[RolloutRecord, int, asyncio.Future[RolloutRecord]]]
+    ) -> None:
+        records = [record for record, _, _ in batch]
+        ids = await self._workspace.record_rollouts(records)
+        trials = [
+            self._trial(r.candidate_id, r.seed, r, cached=False, rollout_id=i)
+            for r, i in zip(records, ids, strict=True)
+        ]
+        await self._workspace.link_trials(self._run_id, trials)
+        for record, retries, _ in batch:
+            self._budget.settle(
+                cost_usd=record.usage.cost_usd,
+                error=record.status == "error",
+                retries=retries,
+                input_tokens=record.usage.input_tokens,
+                output_tokens=record.usage.output_tokens,
+            )
+            self._gate.observe(record)
+        by_candidate: dict[str, list[tuple[str, RolloutRecord, bool]]] = {}
+        for record in records:
+            by_candidate.setdefault(record.candidate_id, []).append((record.seed, record, False))
+        for candidate_id, items in by_candidate.items():
+            await self._emit_trials(candidate_id, items)
+        for record, _, future in batch:
+            if not future.done():
+                future.set_result(record)
+
+    async def _emit_trials(
+        self, candidate_id: str, items: list[tuple[str, RolloutRecord, bool]]
+    ) -> None:
+        await self._events.emit(
+            "trials",
+            {
+                "candidate_id": candidate_id,
+                "trials": [
+                    {
+                        "seed": seed,
+                        "reward": record.reward,
+                        "status": record.status,
+                        "cached": cached,
+                        "feedback": (record.feedback or record.error or "")[:FEEDBACK_IN_EVENTS],
+                    }
+                    for seed, record, cached in items
+                ],
+                "budget": self._budget.snapshot(),
+            },
+        )

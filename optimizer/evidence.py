@@ -49,10 +49,15 @@ def prompt_diff(before: Mapping[str, str], after: Mapping[str, str]) -> str:
     """Unified diff of every component, baseline -> best."""
     chunks = []
     for name in sorted(set(before) | set(after)):
-        chunks.extend(difflib.unified_diff(
-            before.get(name, "").splitlines(), after.get(name, "").splitlines(),
-            fromfile=f"baseline/{name}", tofile=f"best/{name}", lineterm="",
-        ))
+        chunks.extend(
+            difflib.unified_diff(
+                before.get(name, "").splitlines(),
+                after.get(name, "").splitlines(),
+                fromfile=f"baseline/{name}",
+                tofile=f"best/{name}",
+                lineterm="",
+            )
+        )
     return "\n".join(chunks)
 
 
@@ -67,12 +72,18 @@ def _lineage(state: SearchState, candidate_id: str) -> list[str]:
         seen.add(nxt)
 
 
-def _split_mean(table: Mapping[str, Mapping[str, float]], cid: str, seeds: Sequence[str]) -> float | None:
+def _split_mean(
+    table: Mapping[str, Mapping[str, float]], cid: str, seeds: Sequence[str]
+) -> float | None:
     return mean_score(table[cid], seeds) if cid in table else None
 
 
 async def _traces(
-    workspace: Workspace, queue: RolloutQueue, state: SearchState, best: str, baseline: str,
+    workspace: Workspace,
+    queue: RolloutQueue,
+    state: SearchState,
+    best: str,
+    baseline: str,
     seeds: Sequence[str],
 ) -> list[dict[str, Any]]:
     """A few holdout seeds: where the best fixed the baseline, and where it still fails."""
@@ -88,15 +99,23 @@ async def _traces(
         record = records.get(key)
         if record is None:
             continue
-        out.append({
-            "seed": seed, "why": "fixed by best" if seed in fixed else "still failing",
-            "reward": record.reward, "baseline_reward": base_scores.get(seed), "output": record.output,
-            "feedback": record.feedback, "trace": record.trace,
-        })
+        out.append(
+            {
+                "seed": seed,
+                "why": "fixed by best" if seed in fixed else "still failing",
+                "reward": record.reward,
+                "baseline_reward": base_scores.get(seed),
+                "output": record.output,
+                "feedback": record.feedback,
+                "trace": record.trace,
+            }
+        )
     return out
 
 
-async def build_evidence(inputs: EvidenceInputs, workspace: Workspace, queue: RolloutQueue) -> dict[str, Any]:
+async def build_evidence(
+    inputs: EvidenceInputs, workspace: Workspace, queue: RolloutQueue
+) -> dict[str, Any]:
     """The machine-readable packet (``evidence.json``)."""
     s, p, promo, seeds = inputs.state, inputs.program, inputs.promotion, inputs.program.seeds
     best, base = promo.best_id, inputs.baseline_id
@@ -118,27 +137,49 @@ async def build_evidence(inputs: EvidenceInputs, workspace: Workspace, queue: Ro
         "stop_reason": inputs.stop_reason,
         "config": dict(inputs.config),
         "program": {
-            "program_id": p.program_id, "fingerprint": p.fingerprint, "description": p.description,
+            "program_id": p.program_id,
+            "fingerprint": p.fingerprint,
+            "description": p.description,
             "components": [c.model_dump(mode="json", exclude={"text"}) for c in p.components],
-            "seeds": {"train": len(seeds.train), "val": len(seeds.val), "holdout": len(seeds.holdout)},
+            "seeds": {
+                "train": len(seeds.train),
+                "val": len(seeds.val),
+                "holdout": len(seeds.holdout),
+            },
         },
-        "baseline": {"candidate_id": base, "components": s.candidates[base].components, **scores(base)},
+        "baseline": {
+            "candidate_id": base,
+            "components": s.candidates[base].components,
+            **scores(base),
+        },
         "best": {
-            "candidate_id": best, "components": s.candidates[best].components, **scores(best),
-            "origin": s.candidates[best].origin, "parents": s.candidates[best].parents,
+            "candidate_id": best,
+            "components": s.candidates[best].components,
+            **scores(best),
+            "origin": s.candidates[best].origin,
+            "parents": s.candidates[best].parents,
             "lineage": _lineage(s, best),
         },
         "promotion": {
-            "lift": promo.lift, "ci_low": promo.ci_low, "ci_high": promo.ci_high, "n": promo.n,
-            "confidence": 0.95, "min_improvement": promo.min_improvement, "promoted": promo.promoted,
-            "significant": promo.significant, "selection_split": promo.selection_split,
-            "considered": list(promo.considered), "skipped": list(promo.skipped),
+            "lift": promo.lift,
+            "ci_low": promo.ci_low,
+            "ci_high": promo.ci_high,
+            "n": promo.n,
+            "confidence": 0.95,
+            "min_improvement": promo.min_improvement,
+            "promoted": promo.promoted,
+            "significant": promo.significant,
+            "selection_split": promo.selection_split,
+            "considered": list(promo.considered),
+            "skipped": list(promo.skipped),
         },
         "rollouts": {"paid": b.paid, "cached": b.cached, "errors": b.errors, "retries": b.retries},
         "usage": {
             "student": {
-                "input_tokens": b.student_input_tokens, "output_tokens": b.student_output_tokens,
-                "cost_usd": round(b.student_cost_usd, 6), "rollouts": b.paid,
+                "input_tokens": b.student_input_tokens,
+                "output_tokens": b.student_output_tokens,
+                "cost_usd": round(b.student_cost_usd, 6),
+                "rollouts": b.paid,
             },
             "proposer": inputs.proposer_usage.model_dump(mode="json"),
             "total_cost_usd": round(b.student_cost_usd + inputs.proposer_usage.cost_usd, 6),
@@ -149,13 +190,29 @@ async def build_evidence(inputs: EvidenceInputs, workspace: Workspace, queue: Ro
             "best_scores": dict(frontier.best),
         },
         "per_seed": {
-            "train": {sd: {"baseline": s.train.get(base, {}).get(sd), "best": s.train.get(best, {}).get(sd)} for sd in seeds.train},
-            "holdout": {sd: {"baseline": s.holdout.get(base, {}).get(sd), "best": s.holdout.get(best, {}).get(sd)} for sd in seeds.holdout},
+            "train": {
+                sd: {
+                    "baseline": s.train.get(base, {}).get(sd),
+                    "best": s.train.get(best, {}).get(sd),
+                }
+                for sd in seeds.train
+            },
+            "holdout": {
+                sd: {
+                    "baseline": s.holdout.get(base, {}).get(sd),
+                    "best": s.holdout.get(best, {}).get(sd),
+                }
+                for sd in seeds.holdout
+            },
         },
         "candidates": [
             {
-                "candidate_id": cid, "parents": r.parents, "origin": r.origin, **scores(cid),
-                "minibatch": s.minibatch.get(cid), "rationale": r.rationale,
+                "candidate_id": cid,
+                "parents": r.parents,
+                "origin": r.origin,
+                **scores(cid),
+                "minibatch": s.minibatch.get(cid),
+                "rationale": r.rationale,
                 "proposer_usage": r.proposer_usage.model_dump(mode="json"),
             }
             for cid, r in s.candidates.items()
@@ -170,6 +227,8 @@ async def write_evidence(
 ) -> tuple[Path, dict[str, Any]]:
     """Write ``evidence.json`` and ``report.md``; returns the run folder and the packet."""
     packet = await build_evidence(inputs, workspace, queue)
-    await workspace.write_file(inputs.run_id, "evidence.json", json.dumps(packet, indent=2, default=str))
+    await workspace.write_file(
+        inputs.run_id, "evidence.json", json.dumps(packet, indent=2, default=str)
+    )
     await workspace.write_file(inputs.run_id, "report.md", render_report(packet))
     return workspace.run_dir(inputs.run_id), packet

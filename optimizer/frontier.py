@@ -91,7 +91,8 @@ def build_frontier(scores: Scores, seeds: Sequence[str], order: Sequence[str]) -
         winners[seed] = [cid for value, cid in scored if value >= top - EPS]
     members = {cid for ws in winners.values() for cid in ws}
     dominated = {
-        cid for cid in members
+        cid
+        for cid in members
         if any(dominates(scores[other], scores[cid], seeds) for other in members if other != cid)
     }
     kept = {
@@ -117,6 +118,6 @@ def complementary_pairs(frontier: Frontier) -> list[tuple[str, str]]:
     return [
         (a, b)
         for i, a in enumerate(ids)
-        for b in ids[i + 1:]
+        for b in ids[i + 1 :]
         if wins[a] - wins[b] and wins[b] - wins[a]
     ]

@@ -24,7 +24,9 @@ def passes_gate(
     Seeds where the child errored are compared only where both scored, so an
     infrastructure fault can neither pass nor fail a child on its own.
     """
-    usable = [s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)]
+    usable = [
+        s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)
+    ]
     if not usable:
         return False
     child_total = gate_total(child, usable)

@@ -30,5 +30,5 @@ class MinibatchSampler:
             self._rng.shuffle(fresh)
             rest = [s for s in fresh if s not in self._order]
             self._order.extend(rest)
-        batch, self._order = self._order[: self._size], self._order[self._size:]
+        batch, self._order = self._order[: self._size], self._order[self._size :]
         return batch

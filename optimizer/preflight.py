@@ -19,7 +19,7 @@ import httpx
 from pydantic import ValidationError
 
 from container import load_dataset, load_splits, load_target, load_verifier
-from optimizer.budget import final_reserve, resolve_metric_calls
+from optimizer.budget import budget_floor, resolve_metric_calls, selection_reserve
 from optimizer.embedded import EmbeddedContainer, module_spec
 from proposer import ProposerConfig, resolve_endpoint
 from schemas import PROTOCOL, Health, Program, RunConfig, UserError
@@ -283,10 +283,15 @@ class _Checker:
                 "pass --max-metric-calls N or --auto light|medium|heavy",
             )
             return
-        reserve = final_reserve(cfg.holdout_top_k, len(seeds.val or seeds.holdout)) + (
-            len(seeds.holdout) * 2 if seeds.val else 0
+        reserve = selection_reserve(
+            cfg.holdout_top_k, holdout=len(seeds.holdout), val=len(seeds.val)
         )
-        floor = len(seeds.train) + len(seeds.holdout) + reserve
+        floor = budget_floor(
+            cfg.holdout_top_k,
+            train=len(seeds.train),
+            holdout=len(seeds.holdout),
+            val=len(seeds.val),
+        )
         how = f"--auto {cfg.auto}" if cfg.max_metric_calls is None else "--max-metric-calls"
         if limit < floor:
             self.add(

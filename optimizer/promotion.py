@@ -103,13 +103,24 @@ async def select_and_promote(
     best_scores = state.holdout.get(best_id, {})
     base_scores = state.holdout.get(baseline_id, {})
     lift = paired_bootstrap(best_scores, base_scores, rng)
-    promoted = best_id != baseline_id and lift.n > 0 and lift.lift > 0 and lift.lift >= min_improvement
+    promoted = (
+        best_id != baseline_id and lift.n > 0 and lift.lift > 0 and lift.lift >= min_improvement
+    )
     promotion = Promotion(
-        best_id=best_id, baseline_id=baseline_id, selection_split=split, lift=lift.lift,
-        ci_low=lift.ci_low, ci_high=lift.ci_high, n=lift.n, min_improvement=min_improvement,
-        promoted=promoted, significant=lift.ci_low > 0,
-        best_holdout=mean_score(best_scores, holdout_seeds), baseline_holdout=mean_score(base_scores, holdout_seeds),
-        considered=tuple(considered), skipped=tuple(skipped),
+        best_id=best_id,
+        baseline_id=baseline_id,
+        selection_split=split,
+        lift=lift.lift,
+        ci_low=lift.ci_low,
+        ci_high=lift.ci_high,
+        n=lift.n,
+        min_improvement=min_improvement,
+        promoted=promoted,
+        significant=lift.ci_low > 0,
+        best_holdout=mean_score(best_scores, holdout_seeds),
+        baseline_holdout=mean_score(base_scores, holdout_seeds),
+        considered=tuple(considered),
+        skipped=tuple(skipped),
     )
     await events.emit("promotion", promotion.as_dict())
     return promotion

@@ -28,7 +28,9 @@ def promotion_summary(packet: dict[str, Any]) -> str:
         f"cost ${packet['usage']['total_cost_usd']:.4f}",
     ]
     if not promo["significant"] and promo["promoted"]:
-        lines.append("  note: the interval includes 0; more holdout seeds would make the lift certain")
+        lines.append(
+            "  note: the interval includes 0; more holdout seeds would make the lift certain"
+        )
     return "\n".join(lines)
 
 
@@ -65,14 +67,25 @@ def render_report(packet: dict[str, Any]) -> str:
     for name, text in best["components"].items():
         out += [f"### {name}", "", "```", text, "```", ""]
     out += ["## Lineage", "", " -> ".join(f"`{c}`" for c in best["lineage"]), ""]
-    out += ["## Candidates", "", "| id | origin | parents | train | holdout | rationale |", "|---|---|---|---|---|---|"]
+    out += [
+        "## Candidates",
+        "",
+        "| id | origin | parents | train | holdout | rationale |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in packet["candidates"]:
         why = (c["rationale"] or "").replace("\n", " ").replace("|", "/")[:160]
         out.append(
             f"| `{c['candidate_id']}` | {c['origin']} | {', '.join(c['parents']) or '-'} | "
             f"{_pct(c['train'])} | {_pct(c['holdout'])} | {why} |"
         )
-    out += ["", "## Per-seed wins on train (Pareto frontier)", "", "| seed | winners |", "|---|---|"]
+    out += [
+        "",
+        "## Per-seed wins on train (Pareto frontier)",
+        "",
+        "| seed | winners |",
+        "|---|---|",
+    ]
     for seed, winners in packet["frontier"]["train_seeds"].items():
         out.append(f"| {seed} | {', '.join(f'`{w}`' for w in winners) or '-'} |")
     usage = packet["usage"]

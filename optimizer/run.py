@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from optimizer.budget import Budget, final_reserve, resolve_metric_calls
+from optimizer.budget import Budget, budget_floor, resolve_metric_calls, selection_reserve
 from optimizer.client import ContainerClient, RetryPolicy
 from optimizer.dispatch import ErrorGate, RolloutQueue
 from optimizer.events import EventSink, Listener
@@ -62,10 +62,14 @@ def _proposer_usage(proposer: ProposerLike) -> ModelUsage:
     return usage if isinstance(usage, ModelUsage) else ModelUsage()
 
 
-def _check_budget_floor(limit: int | None, program: Program, reserve: int) -> None:
+def _check_budget_floor(limit: int | None, program: Program, top_k: int) -> None:
     if limit is None:
         return
-    floor = len(program.seeds.train) + len(program.seeds.holdout) + reserve
+    seeds = program.seeds
+    floor = budget_floor(
+        top_k, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
+    )
+    reserve = floor - len(seeds.train) - len(seeds.holdout)
     if limit < floor:
         raise UserError(
             f"max_metric_calls={limit} is below the {floor} rollouts a run needs at least "
@@ -78,8 +82,13 @@ class _Run:
     """One execution of a run record; holds what the phases share."""
 
     def __init__(
-        self, config: RunConfig, record: RunRecord, workspace: Workspace, proposer: ProposerLike | None,
-        http: httpx.AsyncClient | None, listeners: list[Listener],
+        self,
+        config: RunConfig,
+        record: RunRecord,
+        workspace: Workspace,
+        proposer: ProposerLike | None,
+        http: httpx.AsyncClient | None,
+        listeners: list[Listener],
     ) -> None:
         self.config = config
         self.record = record
@@ -97,11 +106,18 @@ class _Run:
         await self.events.emit("phase", {"phase": phase})
 
     async def execute(self) -> RunResult:
-        cfg, run_id = self.config, self.record.run_id
+        cfg = self.config
         token = cfg.container_token.get_secret_value() if cfg.container_token else None
         client = ContainerClient(
-            cfg.containers, token=token, http=self.http, rng=random.Random(cfg.seed + 7919),
-            policy=RetryPolicy(max_retries=cfg.max_retries, base_delay_s=cfg.retry_base_delay_s, timeout_s=cfg.rollout_timeout_s),
+            cfg.containers,
+            token=token,
+            http=self.http,
+            rng=random.Random(cfg.seed + 7919),
+            policy=RetryPolicy(
+                max_retries=cfg.max_retries,
+                base_delay_s=cfg.retry_base_delay_s,
+                timeout_s=cfg.rollout_timeout_s,
+            ),
             max_connections=max(cfg.concurrency * 2, 16),
         )
         try:
@@ -115,32 +131,59 @@ class _Run:
         cfg, run_id = self.config, self.record.run_id
         seeds = program.seeds
         if not seeds.train:
-            raise UserError(f"program {program.program_id!r} has no train seeds: give the container a train split")
+            raise UserError(
+                f"program {program.program_id!r} has no train seeds: give the container a train split"
+            )
         if not seeds.holdout:
-            raise UserError(f"program {program.program_id!r} has no holdout seeds: give the container a holdout split")
-        limit = resolve_metric_calls(cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val))
+            raise UserError(
+                f"program {program.program_id!r} has no holdout seeds: give the container a holdout split"
+            )
+        limit = resolve_metric_calls(
+            cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
+        )
         if limit is None:
             raise UserError("no budget: pass --max-metric-calls N or --auto light|medium|heavy")
-        reserve = final_reserve(cfg.holdout_top_k, len(seeds.val or seeds.holdout)) + (len(seeds.holdout) * 2 if seeds.val else 0)
-        _check_budget_floor(limit, program, reserve)
+        reserve = selection_reserve(
+            cfg.holdout_top_k, holdout=len(seeds.holdout), val=len(seeds.val)
+        )
+        _check_budget_floor(limit, program, cfg.holdout_top_k)
         budget = Budget(max_calls=limit, max_cost_usd=cfg.max_cost_usd, reserve_final=reserve)
         counts = await self.workspace.count_trials(run_id)
         budget.paid, budget.errors = counts.get("paid", 0), counts.get("errors", 0)
-        await self.workspace.update_run(run_id, program_id=program.program_id, fingerprint=program.fingerprint, status="running")
-        await self.events.emit("program", {
-            "program_id": program.program_id, "fingerprint": program.fingerprint,
-            "components": [c.name for c in program.components],
-            "seeds": {"train": len(seeds.train), "val": len(seeds.val), "holdout": len(seeds.holdout)},
-            "budget": {"max_metric_calls": limit, "reserve_final": reserve, "max_cost_usd": cfg.max_cost_usd},
-        })
-        proposer = self.proposer or Proposer(ProposerConfig.from_run_config(cfg), rng=random.Random(cfg.seed + 104729))
+        await self.workspace.update_run(
+            run_id, program_id=program.program_id, fingerprint=program.fingerprint, status="running"
+        )
+        await self.events.emit(
+            "program",
+            {
+                "program_id": program.program_id,
+                "fingerprint": program.fingerprint,
+                "components": [c.name for c in program.components],
+                "seeds": {
+                    "train": len(seeds.train),
+                    "val": len(seeds.val),
+                    "holdout": len(seeds.holdout),
+                },
+                "budget": {
+                    "max_metric_calls": limit,
+                    "reserve_final": reserve,
+                    "max_cost_usd": cfg.max_cost_usd,
+                },
+            },
+        )
+        proposer = self.proposer or Proposer(
+            ProposerConfig.from_run_config(cfg), rng=random.Random(cfg.seed + 104729)
+        )
         state = SearchState(train_seeds=tuple(seeds.train))
         stored = self.record.state.get("proposals", {})
         state.proposals.update({str(k): v for k, v in stored.items()})
         baseline = program.baseline()
         base = CandidateRecord(
-            run_id=run_id, candidate_id=candidate_id_for(baseline), content_hash=content_hash(baseline),
-            components=baseline, origin="seed",
+            run_id=run_id,
+            candidate_id=candidate_id_for(baseline),
+            content_hash=content_hash(baseline),
+            components=baseline,
+            origin="seed",
         )
         await self.workspace.add_candidate(base)
         for record in await self.workspace.list_candidates(run_id):
@@ -148,28 +191,57 @@ class _Run:
         state.add(base)
 
         async def checkpoint() -> None:
-            await self.workspace.update_run(run_id, state={"proposals": state.proposals, "budget": budget.snapshot()})
+            await self.workspace.update_run(
+                run_id, state={"proposals": state.proposals, "budget": budget.snapshot()}
+            )
 
         policy = Policy(model=cfg.task_model)
         async with RolloutQueue(
-            client=client, workspace=self.workspace, run_id=run_id, program=program, budget=budget,
-            events=self.events, concurrency=cfg.concurrency, policy=policy,
+            client=client,
+            workspace=self.workspace,
+            run_id=run_id,
+            program=program,
+            budget=budget,
+            events=self.events,
+            concurrency=cfg.concurrency,
+            policy=policy,
             error_gate=ErrorGate(max_rate=cfg.max_error_rate),
         ) as queue:
             await self.phase("evaluating_baseline")
             train = await queue.evaluate(base.candidate_id, baseline, seeds.train, final=True)
             holdout = await queue.evaluate(base.candidate_id, baseline, seeds.holdout, final=True)
             state.set_train(base.candidate_id, {s: r.reward for s, r in train.items()})
-            state.holdout[base.candidate_id] = {s: r.reward for s, r in holdout.items() if r.reward is not None}
-            await self.events.emit("scored", {"candidate_id": base.candidate_id, "split": "train", "mean": state.train_mean(base.candidate_id)})
+            state.holdout[base.candidate_id] = {
+                s: r.reward for s, r in holdout.items() if r.reward is not None
+            }
+            await self.events.emit(
+                "scored",
+                {
+                    "candidate_id": base.candidate_id,
+                    "split": "train",
+                    "mean": state.train_mean(base.candidate_id),
+                },
+            )
             await self.phase("searching")
-            search = GepaSearch(SearchDeps(
-                config=cfg, run_id=run_id, workspace=self.workspace, queue=queue, proposer=proposer,
-                budget=budget, events=self.events, rng=self.rng, state=state,
-                components=tuple(ComponentSpec(c.name, c.kind, c.description) for c in program.components),
-                description=program.description, checkpoint=checkpoint,
-                proposer_cost=lambda: _proposer_usage(proposer).cost_usd,
-            ))
+            search = GepaSearch(
+                SearchDeps(
+                    config=cfg,
+                    run_id=run_id,
+                    workspace=self.workspace,
+                    queue=queue,
+                    proposer=proposer,
+                    budget=budget,
+                    events=self.events,
+                    rng=self.rng,
+                    state=state,
+                    components=tuple(
+                        ComponentSpec(c.name, c.kind, c.description) for c in program.components
+                    ),
+                    description=program.description,
+                    checkpoint=checkpoint,
+                    proposer_cost=lambda: _proposer_usage(proposer).cost_usd,
+                )
+            )
             try:
                 stop = await search.run()
             finally:
@@ -178,23 +250,48 @@ class _Run:
             await self.events.emit("search_stopped", {"reason": stop, "budget": budget.snapshot()})
             await self.phase("evaluating_best")
             promotion = await select_and_promote(
-                queue=queue, state=state, baseline_id=base.candidate_id, val_seeds=seeds.val,
-                holdout_seeds=seeds.holdout, top_k=cfg.holdout_top_k, min_improvement=cfg.min_holdout_improvement,
-                rng=random.Random(cfg.seed + 1), events=self.events,
+                queue=queue,
+                state=state,
+                baseline_id=base.candidate_id,
+                val_seeds=seeds.val,
+                holdout_seeds=seeds.holdout,
+                top_k=cfg.holdout_top_k,
+                min_improvement=cfg.min_holdout_improvement,
+                rng=random.Random(cfg.seed + 1),
+                events=self.events,
             )
             await self.phase("finalizing")
             await checkpoint()
-            folder, packet = await write_evidence(EvidenceInputs(
-                run_id=run_id, status="completed", config=self.record.config, program=program, state=state,
-                baseline_id=base.candidate_id, promotion=promotion, budget=budget,
-                proposer_usage=_proposer_usage(proposer), stop_reason=stop, started_at=self.started,
-            ), self.workspace, queue)
+            folder, packet = await write_evidence(
+                EvidenceInputs(
+                    run_id=run_id,
+                    status="completed",
+                    config=self.record.config,
+                    program=program,
+                    state=state,
+                    baseline_id=base.candidate_id,
+                    promotion=promotion,
+                    budget=budget,
+                    proposer_usage=_proposer_usage(proposer),
+                    stop_reason=stop,
+                    started_at=self.started,
+                ),
+                self.workspace,
+                queue,
+            )
         await self.workspace.update_run(run_id, status="completed", phase="completed")
-        await self.events.emit("phase", {"phase": "completed", "evidence_dir": str(folder), "promoted": promotion.promoted})
+        await self.events.emit(
+            "phase",
+            {"phase": "completed", "evidence_dir": str(folder), "promoted": promotion.promoted},
+        )
         return RunResult(
-            run_id=run_id, status="completed", best_candidate_id=promotion.best_id,
-            baseline_candidate_id=base.candidate_id, promoted=promotion.promoted,
-            evidence_dir=folder, evidence=packet,
+            run_id=run_id,
+            status="completed",
+            best_candidate_id=promotion.best_id,
+            baseline_candidate_id=base.candidate_id,
+            promoted=promotion.promoted,
+            evidence_dir=folder,
+            evidence=packet,
         )
 
 
@@ -244,7 +341,9 @@ async def run_optimization(
             await run.events.emit("phase", {"phase": "failed", "error": str(exc)})
             raise
         except asyncio.CancelledError:
-            await asyncio.shield(ws.update_run(record.run_id, status="cancelled", error="cancelled"))
+            await asyncio.shield(
+                ws.update_run(record.run_id, status="cancelled", error="cancelled")
+            )
             raise
     finally:
         if owns:

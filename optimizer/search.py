@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from optimizer.budget import Budget
@@ -77,8 +77,11 @@ class SearchDeps:
 def _evaluations(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
     return tuple(
         Evaluation(
-            seed=r.seed, reward=r.reward, output=r.record.output,
-            feedback=r.record.feedback or (r.record.error or ""), trace=r.record.trace,
+            seed=r.seed,
+            reward=r.reward,
+            output=r.record.output,
+            feedback=r.record.feedback or (r.record.error or ""),
+            trace=r.record.trace,
             status=r.record.status,
         )
         for r in results.values()
@@ -99,7 +102,9 @@ class GepaSearch:
     def __init__(self, deps: SearchDeps) -> None:
         self._d = deps
         self._lock = asyncio.Lock()
-        self._sampler = MinibatchSampler(deps.state.train_seeds, deps.config.minibatch_size, deps.rng)
+        self._sampler = MinibatchSampler(
+            deps.state.train_seeds, deps.config.minibatch_size, deps.rng
+        )
         self._iteration = 0
         self._merge_due = False
         self._merges = 0
@@ -113,7 +118,9 @@ class GepaSearch:
 
     async def run(self) -> str:
         """Search until stopped; returns the reason."""
-        workers = [asyncio.create_task(self._worker()) for _ in range(self._d.config.proposals_in_flight)]
+        workers = [
+            asyncio.create_task(self._worker()) for _ in range(self._d.config.proposals_in_flight)
+        ]
         try:
             await asyncio.gather(*workers)
         finally:
@@ -139,8 +146,12 @@ class GepaSearch:
         wins = self._d.state.frontier.wins().get(candidate_id, ())
         diff = next(iter(record.diffs.values()), "")
         return CandidateView(
-            candidate_id=candidate_id, components=dict(record.components), parents=tuple(record.parents),
-            scores=dict(self._d.state.train.get(candidate_id, {})), wins=wins, diff_from_parent=diff,
+            candidate_id=candidate_id,
+            components=dict(record.components),
+            parents=tuple(record.parents),
+            scores=dict(self._d.state.train.get(candidate_id, {})),
+            wins=wins,
+            diff_from_parent=diff,
         )
 
     async def _step(self) -> bool:
@@ -151,7 +162,9 @@ class GepaSearch:
             iteration = self._iteration
             pairs = complementary_pairs(self._d.state.frontier)
             merging = (
-                self._merge_due and self._d.config.use_merge and self._merges < self._d.config.max_merges
+                self._merge_due
+                and self._d.config.use_merge
+                and self._merges < self._d.config.max_merges
                 and bool(pairs)
             )
             if merging:
@@ -168,29 +181,49 @@ class GepaSearch:
     async def _mutate(self, iteration: int, parent_id: str, minibatch: list[str]) -> bool:
         d = self._d
         parent = d.state.candidates[parent_id]
-        await d.events.emit("iteration", {"iteration": iteration, "parent": parent_id, "minibatch": minibatch})
+        await d.events.emit(
+            "iteration", {"iteration": iteration, "parent": parent_id, "minibatch": minibatch}
+        )
         parent_mb = await d.queue.evaluate(parent_id, parent.components, minibatch)
         if all(r.reward is not None and r.reward >= 1.0 for r in parent_mb.values()):
-            await d.events.emit("skipped", {"iteration": iteration, "reason": "parent is perfect on the minibatch"})
+            await d.events.emit(
+                "skipped", {"iteration": iteration, "reason": "parent is perfect on the minibatch"}
+            )
             return False
         names = [c.name for c in d.components]
         target = (names[iteration % len(names)],) if len(names) > 1 else tuple(names)
         request = ProposalRequest(
-            program_description=d.description, components=d.components, parent=self._view(parent_id),
+            program_description=d.description,
+            components=d.components,
+            parent=self._view(parent_id),
             evaluations=_evaluations(parent_mb),
             frontier=tuple(self._view(c) for c in d.state.frontier.members() if c != parent_id),
-            target_components=target, existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
+            target_components=target,
+            existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
         )
-        child = await self._proposal(iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request))
+        child = await self._proposal(
+            iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request)
+        )
         if child is None:
             return False
         child_mb = await d.queue.evaluate(child.candidate_id, child.components, minibatch)
-        before, after = gate_total(_rewards(parent_mb), minibatch), gate_total(_rewards(child_mb), minibatch)
+        before, after = (
+            gate_total(_rewards(parent_mb), minibatch),
+            gate_total(_rewards(child_mb), minibatch),
+        )
         accepted = passes_gate([_rewards(parent_mb)], _rewards(child_mb), minibatch)
-        await d.events.emit("gate", {
-            "iteration": iteration, "candidate_id": child.candidate_id, "parent": parent_id,
-            "parent_score": before, "child_score": after, "minibatch": minibatch, "accepted": accepted,
-        })
+        await d.events.emit(
+            "gate",
+            {
+                "iteration": iteration,
+                "candidate_id": child.candidate_id,
+                "parent": parent_id,
+                "parent_score": before,
+                "child_score": after,
+                "minibatch": minibatch,
+                "accepted": accepted,
+            },
+        )
         async with self._lock:
             d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_mb))
         if accepted:
@@ -203,13 +236,18 @@ class GepaSearch:
         wins = d.state.frontier.wins()
         differing = sorted(set(wins.get(a.candidate_id, ())) ^ set(wins.get(b.candidate_id, ())))
         seeds = differing[:MERGE_MINIBATCH] or self._sampler.next()
-        await d.events.emit("iteration", {"iteration": iteration, "merge": list(pair), "minibatch": seeds})
+        await d.events.emit(
+            "iteration", {"iteration": iteration, "merge": list(pair), "minibatch": seeds}
+        )
         res_a = await d.queue.evaluate(a.candidate_id, a.components, seeds)
         res_b = await d.queue.evaluate(b.candidate_id, b.components, seeds)
         request = MergeRequest(
-            program_description=d.description, components=d.components,
-            a=self._view(a.candidate_id), b=self._view(b.candidate_id),
-            evaluations_a=_evaluations(res_a), evaluations_b=_evaluations(res_b),
+            program_description=d.description,
+            components=d.components,
+            a=self._view(a.candidate_id),
+            b=self._view(b.candidate_id),
+            evaluations_a=_evaluations(res_a),
+            evaluations_b=_evaluations(res_b),
             existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
         )
         child = await self._proposal(iteration, "merge", pair, lambda: d.proposer.merge(request))
@@ -217,18 +255,30 @@ class GepaSearch:
             return False
         res_c = await d.queue.evaluate(child.candidate_id, child.components, seeds)
         best_parent = max(gate_total(_rewards(res_a), seeds), gate_total(_rewards(res_b), seeds))
-        accepted = passes_gate([_rewards(res_a), _rewards(res_b)], _rewards(res_c), seeds, merge=True)
-        await d.events.emit("gate", {
-            "iteration": iteration, "candidate_id": child.candidate_id, "parent": list(pair),
-            "parent_score": best_parent, "child_score": gate_total(_rewards(res_c), seeds), "minibatch": seeds,
-            "accepted": accepted,
-        })
+        accepted = passes_gate(
+            [_rewards(res_a), _rewards(res_b)], _rewards(res_c), seeds, merge=True
+        )
+        await d.events.emit(
+            "gate",
+            {
+                "iteration": iteration,
+                "candidate_id": child.candidate_id,
+                "parent": list(pair),
+                "parent_score": best_parent,
+                "child_score": gate_total(_rewards(res_c), seeds),
+                "minibatch": seeds,
+                "accepted": accepted,
+            },
+        )
         if accepted:
             await self._full_train(child.candidate_id)
         return True
 
     async def _proposal(
-        self, iteration: int, origin: Origin, parents: tuple[str, ...],
+        self,
+        iteration: int,
+        origin: Origin,
+        parents: tuple[str, ...],
         call: Callable[[], Awaitable[Proposal]],
     ) -> CandidateRecord | None:
         """Replay the iteration's stored proposal or ask the proposer; store the candidate."""
@@ -242,29 +292,47 @@ class GepaSearch:
         except ProposerError as exc:
             d.budget.proposer_cost_usd = d.proposer_cost()
             d.state.proposals[key] = None
-            await d.events.emit("proposal_rejected", {
-                "iteration": iteration, "parents": list(parents), "reason": getattr(exc, "reason", "error"),
-                "message": str(exc)[:500],
-            })
+            await d.events.emit(
+                "proposal_rejected",
+                {
+                    "iteration": iteration,
+                    "parents": list(parents),
+                    "reason": getattr(exc, "reason", "error"),
+                    "message": str(exc)[:500],
+                },
+            )
             await d.checkpoint()
             return None
         d.budget.proposer_cost_usd = d.proposer_cost()
         components = {**d.state.candidates[parents[0]].components, **proposal.components}
         record = CandidateRecord(
-            run_id=d.run_id, candidate_id=candidate_id_for(components), content_hash=content_hash(components),
-            components=components, parents=list(parents), origin=origin, rationale=proposal.rationale,
-            diffs={parents[0]: proposal.diff}, proposer_usage=proposal.usage,
+            run_id=d.run_id,
+            candidate_id=candidate_id_for(components),
+            content_hash=content_hash(components),
+            components=components,
+            parents=list(parents),
+            origin=origin,
+            rationale=proposal.rationale,
+            diffs={parents[0]: proposal.diff},
+            proposer_usage=proposal.usage,
         )
         await d.workspace.add_candidate(record)
         async with self._lock:
             d.state.add(record)
             d.state.proposals[key] = record.candidate_id
         await d.checkpoint()
-        await d.events.emit("candidate", {
-            "candidate_id": record.candidate_id, "parents": record.parents, "origin": origin,
-            "iteration": iteration, "rationale": record.rationale[:1000], "diff": proposal.diff[:4000],
-            "mode": proposal.mode,
-        })
+        await d.events.emit(
+            "candidate",
+            {
+                "candidate_id": record.candidate_id,
+                "parents": record.parents,
+                "origin": origin,
+                "iteration": iteration,
+                "rationale": record.rationale[:1000],
+                "diff": proposal.diff[:4000],
+                "mode": proposal.mode,
+            },
+        )
         return d.state.candidates[record.candidate_id]
 
     async def _full_train(self, candidate_id: str) -> None:
@@ -277,10 +345,18 @@ class GepaSearch:
             self._merge_due = True
             mean = d.state.train_mean(candidate_id)
             best = d.state.best()
-        await d.workspace.save_frontier(d.run_id, {s: list(w) for s, w in frontier.winners.items()}, dict(frontier.best))
-        await d.events.emit("scored", {"candidate_id": candidate_id, "split": "train", "mean": mean})
-        await d.events.emit("frontier", {
-            "winners": {s: list(w) for s, w in frontier.winners.items()},
-            "coverage": frontier.coverage(), "new": [c for c in frontier.members() if c not in previous],
-            "best": {"candidate_id": best[0], "mean": best[1]} if best else None,
-        })
+        await d.workspace.save_frontier(
+            d.run_id, {s: list(w) for s, w in frontier.winners.items()}, dict(frontier.best)
+        )
+        await d.events.emit(
+            "scored", {"candidate_id": candidate_id, "split": "train", "mean": mean}
+        )
+        await d.events.emit(
+            "frontier",
+            {
+                "winners": {s: list(w) for s, w in frontier.winners.items()},
+                "coverage": frontier.coverage(),
+                "new": [c for c in frontier.members() if c not in previous],
+                "best": {"candidate_id": best[0], "mean": best[1]} if best else None,
+            },
+        )

@@ -61,7 +61,9 @@ class RunConfig(BaseModel):
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:
         if self.containers and self.module:
-            raise ValueError("give either containers (--container URL) or module (--module), not both")
+            raise ValueError(
+                "give either containers (--container URL) or module (--module), not both"
+            )
         if self.module is None and (self.dataset or self.target):
             raise ValueError("dataset/target need module (--module MODULE)")
         return self

@@ -103,7 +103,10 @@ class Retryable(GepaError):
     """
 
     def __init__(
-        self, message: str = "retry later", *, retry_after: float | None = None,
+        self,
+        message: str = "retry later",
+        *,
+        retry_after: float | None = None,
         rate_limited: bool = False,
     ) -> None:
         super().__init__(message)

@@ -64,7 +64,11 @@ __all__ = [
 PROTOCOL = "gepa-container/1"
 ComponentKind = Literal["prompt", "tool_description", "router_prompt", "retrieval_prompt", "agent"]
 COMPONENT_KINDS: tuple[str, ...] = (
-    "prompt", "tool_description", "router_prompt", "retrieval_prompt", "agent",
+    "prompt",
+    "tool_description",
+    "router_prompt",
+    "retrieval_prompt",
+    "agent",
 )
 
 

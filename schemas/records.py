@@ -36,12 +36,22 @@ __all__ = [
 ]
 
 Phase = Literal[
-    "created", "evaluating_baseline", "searching", "evaluating_best", "finalizing",
-    "completed", "failed",
+    "created",
+    "evaluating_baseline",
+    "searching",
+    "evaluating_best",
+    "finalizing",
+    "completed",
+    "failed",
 ]
 PHASES: tuple[str, ...] = (
-    "created", "evaluating_baseline", "searching", "evaluating_best", "finalizing",
-    "completed", "failed",
+    "created",
+    "evaluating_baseline",
+    "searching",
+    "evaluating_best",
+    "finalizing",
+    "completed",
+    "failed",
 )
 RunStatus = Literal["created", "running", "completed", "failed", "cancelled"]
 Origin = Literal["seed", "mutation", "merge"]

@@ -27,7 +27,16 @@ from workspace import Workspace
 pytestmark = pytest.mark.e2e
 
 EVIDENCE_KEYS = {
-    "run_id", "status", "program", "baseline", "best", "promotion", "rollouts", "usage", "frontier", "candidates",
+    "run_id",
+    "status",
+    "program",
+    "baseline",
+    "best",
+    "promotion",
+    "rollouts",
+    "usage",
+    "frontier",
+    "candidates",
 }
 
 
@@ -39,15 +48,24 @@ def reflection_url() -> Any:
 
 def _config(container: str, reflection: str, **extra: Any) -> RunConfig:
     return RunConfig(
-        containers=[container], reflection_model="fake-reflection", reflection_base_url=reflection,
-        proposer_mode="text", max_metric_calls=400, max_idle_iterations=6, minibatch_size=4, seed=3, concurrency=4,
-        retry_base_delay_s=0.01, use_merge=False, **extra,
+        containers=[container],
+        reflection_model="fake-reflection",
+        reflection_base_url=reflection,
+        proposer_mode="text",
+        max_metric_calls=400,
+        max_idle_iterations=6,
+        minibatch_size=4,
+        seed=3,
+        concurrency=4,
+        retry_base_delay_s=0.01,
+        use_merge=False,
+        **extra,
     )
 
 
 def _assert_valid_packet(folder: Path) -> dict[str, Any]:
     packet = json.loads((folder / "evidence.json").read_text())
-    assert EVIDENCE_KEYS <= set(packet)
+    assert set(packet) >= EVIDENCE_KEYS
     assert {"program_id", "fingerprint"} <= set(packet["program"])
     assert {"candidate_id", "train", "holdout"} <= set(packet["baseline"])
     assert {"candidate_id", "components", "train", "holdout"} <= set(packet["best"])
@@ -62,7 +80,9 @@ def _assert_valid_packet(folder: Path) -> dict[str, Any]:
     return packet
 
 
-async def test_full_run_then_identical_rerun_costs_no_rollouts(tmp_path: Path, reflection_url: str) -> None:
+async def test_full_run_then_identical_rerun_costs_no_rollouts(
+    tmp_path: Path, reflection_url: str
+) -> None:
     log = tmp_path / "calls.log"
     with toy_container(log) as url:
         async with Workspace(tmp_path / "ws") as ws:
@@ -75,8 +95,12 @@ async def test_full_run_then_identical_rerun_costs_no_rollouts(tmp_path: Path, r
     assert packet["best"]["train"] > 0.3
     assert packet["best"]["holdout"] > 0.3
     assert packet["promotion"]["promoted"] is True
-    assert packet["promotion"]["lift"] == pytest.approx(packet["best"]["holdout"] - packet["baseline"]["holdout"])
-    assert packet["rollouts"]["paid"] == calls_after_first  # every paid rollout reached the container once
+    assert packet["promotion"]["lift"] == pytest.approx(
+        packet["best"]["holdout"] - packet["baseline"]["holdout"]
+    )
+    assert (
+        packet["rollouts"]["paid"] == calls_after_first
+    )  # every paid rollout reached the container once
     assert packet["rollouts"]["paid"] <= 400
     assert "no new candidate" in packet["stop_reason"]
     assert len(set(rollout_calls(log))) == calls_after_first  # and none twice
@@ -88,13 +112,17 @@ async def test_full_run_then_identical_rerun_costs_no_rollouts(tmp_path: Path, r
     assert second.evidence["best"]["holdout"] == packet["best"]["holdout"]
 
 
-async def test_flaky_container_gives_the_same_scores_and_reports_retries(tmp_path: Path, reflection_url: str) -> None:
+async def test_flaky_container_gives_the_same_scores_and_reports_retries(
+    tmp_path: Path, reflection_url: str
+) -> None:
     with toy_container(tmp_path / "clean.log") as url:
         clean = await run_optimization(_config(url, reflection_url), workspace=tmp_path / "clean")
         port = int(url.rsplit(":", 1)[1])
         proxy = FlakyProxy(port, seed=11)
         with proxy as flaky_url:
-            flaky = await run_optimization(_config(flaky_url, reflection_url), workspace=tmp_path / "flaky")
+            flaky = await run_optimization(
+                _config(flaky_url, reflection_url), workspace=tmp_path / "flaky"
+            )
     a, b = clean.evidence, flaky.evidence
     assert sum(proxy.faults.values()) > 10, proxy.faults
     assert {"429", "503", "drop"} <= set(proxy.faults)
@@ -104,7 +132,9 @@ async def test_flaky_container_gives_the_same_scores_and_reports_retries(tmp_pat
         assert a["baseline"][split] == b["baseline"][split]
         assert a["best"][split] == b["best"][split]
     assert a["best"]["candidate_id"] == b["best"]["candidate_id"]
-    assert [c["candidate_id"] for c in a["candidates"]] == [c["candidate_id"] for c in b["candidates"]]
+    assert [c["candidate_id"] for c in a["candidates"]] == [
+        c["candidate_id"] for c in b["candidates"]
+    ]
 
 
 def _ok_rollouts(root: Path) -> set[tuple[str, str]]:
@@ -128,21 +158,49 @@ def _events(root: Path, kind: str) -> int:
             runs = await ws.list_runs()
             if not runs:
                 return 0
-            return sum(1 for e in await ws.events_since(runs[0].run_id, 0, 100000) if e.type == kind)
+            return sum(
+                1 for e in await ws.events_since(runs[0].run_id, 0, 100000) if e.type == kind
+            )
 
     return asyncio.run(read()) if (root / "workspace.sqlite").exists() else 0
 
 
-def test_sigkill_mid_search_then_resume_repeats_no_committed_rollout(tmp_path: Path, reflection_url: str) -> None:
+def test_sigkill_mid_search_then_resume_repeats_no_committed_rollout(
+    tmp_path: Path, reflection_url: str
+) -> None:
     log, root = tmp_path / "calls.log", tmp_path / "ws"
     with toy_container(log, env={"TOY_DELAY": "0.03"}) as url:
         cmd = [
-            sys.executable, "-m", "optimizer.cli", "optimize", "run", "--container", url,
-            "--reflection-model", "fake-reflection", "--reflection-base-url", reflection_url,
-            "--proposer-mode", "text", "--max-metric-calls", "400", "--seed", "3", "--use-merge", "false", "--max-idle-iterations", "6", "--retry-base-delay", "0.01",
-            "--workspace", str(root), "--quiet",
+            sys.executable,
+            "-m",
+            "optimizer.cli",
+            "optimize",
+            "run",
+            "--container",
+            url,
+            "--reflection-model",
+            "fake-reflection",
+            "--reflection-base-url",
+            reflection_url,
+            "--proposer-mode",
+            "text",
+            "--max-metric-calls",
+            "400",
+            "--seed",
+            "3",
+            "--use-merge",
+            "false",
+            "--max-idle-iterations",
+            "6",
+            "--retry-base-delay",
+            "0.01",
+            "--workspace",
+            str(root),
+            "--quiet",
         ]
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy())
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy()
+        )
         deadline = time.monotonic() + 60
         while _events(root, "gate") < 2 and time.monotonic() < deadline:
             assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
@@ -161,11 +219,24 @@ def test_sigkill_mid_search_then_resume_repeats_no_committed_rollout(tmp_path: P
 
         rid = asyncio.run(run_id())
         resumed = subprocess.run(
-            [sys.executable, "-m", "optimizer.cli", "optimize", "run", rid, "--workspace", str(root), "--quiet"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "optimizer.cli",
+                "optimize",
+                "run",
+                rid,
+                "--workspace",
+                str(root),
+                "--quiet",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        after = rollout_calls(log)[len(before):]
+        after = rollout_calls(log)[len(before) :]
     assert rid in resumed.stdout and "evidence" in resumed.stdout
     repeated = committed & set(after)
     assert not repeated, f"resumed run paid again for committed rollouts: {sorted(repeated)[:5]}"

@@ -55,14 +55,20 @@ class FlakyProxy:
         try:
             if roll < self.p_429:
                 self.faults["429"] += 1
-                writer.write(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                writer.write(
+                    b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
             elif roll < self.p_429 + self.p_503:
                 self.faults["503"] += 1
-                writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                writer.write(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
             elif roll < self.p_429 + self.p_503 + self.p_drop:
                 self.faults["drop"] += 1
             else:
-                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+                up_reader, up_writer = await asyncio.open_connection(
+                    "127.0.0.1", self.upstream_port
+                )
                 up_writer.write(request)
                 await up_writer.drain()
                 answer = await up_reader.read()

@@ -29,7 +29,9 @@ def _answer(messages: list[dict[str, Any]]) -> str:
     # Add at most two new labels per proposal, so the search needs several steps.
     new = [label for label in labels if label not in known][:2]
     words = sorted(known | set(new))
-    body = "Answer with the label." + (f" Known labels: {', '.join(words)}." if words else " Be precise.")
+    body = "Answer with the label." + (
+        f" Known labels: {', '.join(words)}." if words else " Be precise."
+    )
     return f"<<<COMPONENT system_prompt\n{body}\n>>>\nRATIONALE: name the labels the student missed: {', '.join(new) or 'none'}"
 
 
@@ -40,20 +42,37 @@ def create_app() -> Starlette:
         body = await request.json()
         request.app.state.calls += 1
         content = _answer(body.get("messages", []))
-        return JSONResponse({
-            "id": f"chatcmpl-{request.app.state.calls}", "object": "chat.completion", "created": 0,
-            "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": len(str(body)) // 4, "completion_tokens": len(content) // 4,
-                      "total_tokens": len(str(body)) // 4 + len(content) // 4},
-        })
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{request.app.state.calls}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(str(body)) // 4,
+                    "completion_tokens": len(content) // 4,
+                    "total_tokens": len(str(body)) // 4 + len(content) // 4,
+                },
+            }
+        )
 
     async def models(request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [{"id": "fake-reflection", "object": "model"}]})
+        return JSONResponse(
+            {"object": "list", "data": [{"id": "fake-reflection", "object": "model"}]}
+        )
 
-    app = Starlette(routes=[
-        Route("/v1/chat/completions", completions, methods=["POST"]),
-        Route("/v1/models", models),
-    ])
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", completions, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )
     app.state.calls = 0
     return app

@@ -42,16 +42,32 @@ def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen[bytes] | N
 
 
 @contextlib.contextmanager
-def toy_container(log: Path, *, extra: list[str] | None = None, env: dict[str, str] | None = None) -> Iterator[str]:
+def toy_container(
+    log: Path, *, extra: list[str] | None = None, env: dict[str, str] | None = None
+) -> Iterator[str]:
     """``gepa-runtime container`` serving the toy target as a real process; yields its URL."""
     port = free_port()
     cmd = [
-        sys.executable, "-m", "optimizer.cli", "container", str(FAKES / "toy_container.py"),
-        "--dataset", str(FAKES / "toy_data.jsonl"), "--splits-file", str(FAKES / "toy_splits.json"),
-        "--host", "127.0.0.1", "--port", str(port), *(extra or []),
+        sys.executable,
+        "-m",
+        "optimizer.cli",
+        "container",
+        str(FAKES / "toy_container.py"),
+        "--dataset",
+        str(FAKES / "toy_data.jsonl"),
+        "--splits-file",
+        str(FAKES / "toy_splits.json"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *(extra or []),
     ]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         env={**os.environ, "TOY_LOG": str(log), **(env or {})},
     )
     try:
@@ -72,7 +88,9 @@ def toy_container(log: Path, *, extra: list[str] | None = None, env: dict[str, s
 def thread_server(app: Any) -> Iterator[str]:
     """Serve an ASGI app with uvicorn in a background thread; yields its base URL."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

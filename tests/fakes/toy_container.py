@@ -30,7 +30,9 @@ def answer(task: Task, candidate: Candidate) -> AgentResult:
     """Answer the expected label if the prompt names it (word match), else 'unknown'."""
     log = os.environ.get("TOY_LOG")
     if log:
-        canonical = json.dumps(dict(candidate.components), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        canonical = json.dumps(
+            dict(candidate.components), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
         digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(f"{digest} {task.name}\n")
@@ -43,9 +45,11 @@ def answer(task: Task, candidate: Candidate) -> AgentResult:
         input_tokens=len(candidate.text.split()) + len(str(task.input).split()),
         output_tokens=1,
         cost_usd=0.0001,
-        trace={"messages": [
-            {"role": "system", "content": candidate.text},
-            {"role": "user", "content": str(task.input)},
-            {"role": "assistant", "content": output},
-        ]},
+        trace={
+            "messages": [
+                {"role": "system", "content": candidate.text},
+                {"role": "user", "content": str(task.input)},
+                {"role": "assistant", "content": output},
+            ]
+        },
     )

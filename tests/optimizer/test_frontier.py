@@ -7,7 +7,13 @@ from collections import Counter
 
 import pytest
 
-from optimizer.frontier import build_frontier, complementary_pairs, dominates, mean_score, sample_parent
+from optimizer.frontier import (
+    build_frontier,
+    complementary_pairs,
+    dominates,
+    mean_score,
+    sample_parent,
+)
 
 SEEDS = ["s1", "s2", "s3", "s4"]
 

@@ -36,9 +36,18 @@ def test_merge_gate_must_match_the_best_parent() -> None:
 
 def test_auto_formula_matches_the_documented_numbers() -> None:
     # T=20, H=40, m=4, k=3: 20 + 40 + P*(8 + 10) + 3*40
-    assert auto_metric_calls("light", train=20, holdout=40, val=0, minibatch=4, top_k=3) == 20 + 40 + 6 * 18 + 120
-    assert auto_metric_calls("medium", train=20, holdout=40, val=0, minibatch=4, top_k=3) == 20 + 40 + 12 * 18 + 120
-    assert auto_metric_calls("heavy", train=20, holdout=40, val=10, minibatch=4, top_k=3) == 20 + 40 + 24 * 18 + 30
+    assert (
+        auto_metric_calls("light", train=20, holdout=40, val=0, minibatch=4, top_k=3)
+        == 20 + 40 + 6 * 18 + 120
+    )
+    assert (
+        auto_metric_calls("medium", train=20, holdout=40, val=0, minibatch=4, top_k=3)
+        == 20 + 40 + 12 * 18 + 120
+    )
+    assert (
+        auto_metric_calls("heavy", train=20, holdout=40, val=10, minibatch=4, top_k=3)
+        == 20 + 40 + 24 * 18 + 30
+    )
     with pytest.raises(UserError, match="light, medium, heavy"):
         auto_metric_calls("huge", train=1, holdout=1, val=0, minibatch=1, top_k=1)
 

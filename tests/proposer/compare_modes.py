@@ -3,7 +3,10 @@
 Not a test: the measurement behind docs/proposer-modes.md. Needs the local GGUF models and
 llama-cpp-python (``gepa-runtime models install``). Usage::
 
-    .venv/bin/python -m tests.proposer.compare_modes [student|reflection ...]
+    .venv/bin/python -m tests.proposer.compare_modes [ROLE[:MODE,...] ...]
+    e.g. student:text,auto reflection   (roles: student = 0.5B, reflection = 1.5B)
+
+``GEPA_COMPARE_THREADS`` sets llama.cpp's threads (default 2).
 
 Prints, per model and mode, the proposal (or the rejection), its usage and wall time.
 """
@@ -11,6 +14,7 @@ Prints, per model and mode, the proposal (or the rejection), its usage and wall 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import sys
 import time
@@ -88,11 +92,15 @@ async def run_mode(base_url: str, alias: str, mode: str) -> None:
     )
 
 
-async def main(roles: list[str]) -> None:
-    """Serve each model in turn and run the three modes against it."""
-    for role in roles:
-        with LlamaServer(model_path(role), alias=role, port=free_port()) as server:
-            for mode in ("text", "auto", "agent"):
+async def main(specs: list[str]) -> None:
+    """Serve each model in turn and run the requested modes against it."""
+    threads = int(os.environ.get("GEPA_COMPARE_THREADS", "2"))
+    for spec in specs:
+        role, _, modes = spec.partition(":")
+        with LlamaServer(
+            model_path(role), alias=role, port=free_port(), n_threads=threads
+        ) as server:
+            for mode in (modes or "text,auto,agent").split(","):
                 await run_mode(server.base_url, role, mode)
 
 
