@@ -1,0 +1,145 @@
+"""Rollout queue: cache first, errors recorded but never scored or served, budget all-or-nothing."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from optimizer.budget import Budget
+from optimizer.client import ContainerClient, RetryPolicy
+from optimizer.dispatch import ErrorGate, RolloutQueue
+from optimizer.events import EventSink
+from schemas import BudgetExhausted, ContainerError, Program, RunConfig
+from workspace import Workspace
+
+PROGRAM = Program.model_validate(
+    {
+        "program_id": "p",
+        "fingerprint": "fp-1",
+        "components": [{"name": "system_prompt", "text": "x"}],
+        "seeds": {"train": [f"s{i}" for i in range(20)], "holdout": ["h"]},
+    }
+)
+CANDIDATE = {"system_prompt": "be precise"}
+
+
+class Container:
+    """A scripted container: seeds in ``broken`` always answer 503; counts POSTs per seed."""
+
+    def __init__(self, broken: set[str] | None = None) -> None:
+        self.broken = broken or set()
+        self.calls: Counter[str] = Counter()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        seed = __import__("json").loads(request.content)["seed"]
+        self.calls[seed] += 1
+        if seed in self.broken:
+            return httpx.Response(503)
+        return httpx.Response(
+            200, json={"reward": 0.5 if seed.endswith("1") else 1.0, "feedback": f"ok {seed}"}
+        )
+
+
+@pytest.fixture
+async def ws(tmp_path: Path) -> AsyncIterator[Workspace]:
+    async with Workspace(tmp_path / "ws") as workspace:
+        yield workspace
+
+
+async def _queue(
+    ws: Workspace, container: Container, budget: Budget, gate: ErrorGate | None = None
+) -> RolloutQueue:
+    run = await ws.create_run(RunConfig(containers=["http://c"]))
+    http = httpx.AsyncClient(transport=httpx.MockTransport(container))
+    client = ContainerClient(
+        ["http://c"],
+        http=http,
+        policy=RetryPolicy(max_retries=1, base_delay_s=0.0),
+        rng=random.Random(0),
+    )
+    return RolloutQueue(
+        client=client,
+        workspace=ws,
+        run_id=run.run_id,
+        program=PROGRAM,
+        budget=budget,
+        events=EventSink(ws, run.run_id),
+        concurrency=3,
+        error_gate=gate,
+    )
+
+
+async def test_second_evaluation_is_served_from_the_cache(ws: Workspace) -> None:
+    container, budget = Container(), Budget(max_calls=100)
+    async with await _queue(ws, container, budget) as queue:
+        first = await queue.evaluate("c1", CANDIDATE, ["s0", "s1", "s2"])
+        again = await queue.evaluate("c1", CANDIDATE, ["s0", "s1", "s2"])
+    assert {s: r.reward for s, r in first.items()} == {"s0": 1.0, "s1": 0.5, "s2": 1.0}
+    assert [r.cached for r in again.values()] == [True, True, True]
+    assert {s: r.reward for s, r in again.items()} == {s: r.reward for s, r in first.items()}
+    assert sum(container.calls.values()) == 3
+    assert (budget.paid, budget.cached) == (3, 3)
+
+
+async def test_errored_rollouts_are_stored_unscored_and_retried_next_time(ws: Workspace) -> None:
+    container, budget = Container(broken={"s3"}), Budget(max_calls=100)
+    async with await _queue(ws, container, budget) as queue:
+        results = await queue.evaluate("c1", CANDIDATE, ["s2", "s3"])
+        assert results["s3"].reward is None and results["s3"].record.status == "error"
+        assert "503" in (results["s3"].record.error or "")
+        assert results["s3"].record.attempts == 2
+        again = await queue.evaluate("c1", CANDIDATE, ["s3"])
+    assert again["s3"].cached is False  # an error is never a cache hit
+    assert container.calls["s3"] == 4
+    assert budget.errors == 2 and budget.retries == 2
+    counts = await ws.count_trials(queue._run_id)
+    assert counts["errors"] == 2
+
+
+async def test_budget_is_booked_before_anything_is_sent(ws: Workspace) -> None:
+    container, budget = Container(), Budget(max_calls=5)
+    async with await _queue(ws, container, budget) as queue:
+        with pytest.raises(BudgetExhausted):
+            await queue.evaluate("c1", CANDIDATE, [f"s{i}" for i in range(6)])
+        assert sum(container.calls.values()) == 0  # not half-evaluated
+        await queue.evaluate("c1", CANDIDATE, ["s0", "s2"])
+    assert budget.paid == 2 and budget.booked == 0
+
+
+async def test_error_gate_stops_a_run_on_noise(ws: Workspace) -> None:
+    broken = {f"s{i}" for i in range(12) if i % 2}
+    container, budget = Container(broken=broken), Budget(max_calls=100)
+    async with await _queue(
+        ws, container, budget, ErrorGate(max_rate=0.25, min_attempts=10)
+    ) as queue:
+        with pytest.raises(ContainerError, match="6 of 12 rollouts failed"):
+            await queue.evaluate("c1", CANDIDATE, [f"s{i}" for i in range(12)])
+
+
+async def test_changed_fingerprint_invalidates_the_cache(ws: Workspace) -> None:
+    container = Container()
+    async with await _queue(ws, container, Budget()) as queue:
+        await queue.evaluate("c1", CANDIDATE, ["s0"])
+        key_old = queue.key_for(CANDIDATE, "s0")
+    changed = PROGRAM.model_copy(update={"fingerprint": "fp-2"})
+    run = await ws.create_run(RunConfig(containers=["http://c"]))
+    http = httpx.AsyncClient(transport=httpx.MockTransport(container))
+    client = ContainerClient(
+        ["http://c"], http=http, policy=RetryPolicy(max_retries=0), rng=random.Random(0)
+    )
+    async with RolloutQueue(
+        client=client,
+        workspace=ws,
+        run_id=run.run_id,
+        program=changed,
+        budget=Budget(),
+        events=EventSink(ws, run.run_id),
+    ) as queue2:
+        result = await queue2.evaluate("c1", CANDIDATE, ["s0"])
+        assert queue2.key_for(CANDIDATE, "s0") != key_old
+    assert result["s0"].cached is False and container.calls["s0"] == 2
