@@ -15,33 +15,36 @@ from proposer.types import CandidateView, ComponentSpec
 
 __all__ = [
     "GUIDELINES",
+    "PLACEHOLDER",
     "TEXT_SYSTEM",
     "components_section",
     "frontier_section",
+    "names",
     "output_format",
+    "task_line",
     "wins_table",
 ]
 
 TEXT_SYSTEM = (
     "You are an expert prompt engineer. You improve the instructions that steer an LLM-based "
     "program (the 'student') by studying where it failed. You write instructions that "
-    "generalize to new inputs, never answers memorized from the examples shown."
+    "generalize to new inputs, never answers memorized from the examples shown. You answer "
+    "in exactly the format you are asked for."
 )
 
-GUIDELINES = """How to write the new version:
-1. Diagnose first. Read every failure and its feedback (it often states the expected answer). \
-Find the patterns behind them: a rule the student did not know, two cases it confuses, a \
-format it got wrong, domain knowledge it lacked.
-2. Fix the cause, in general terms. State the rule, the distinction or the procedure that \
-would have produced the right answer for these inputs and for unseen inputs like them. Do not \
-paste the example inputs or answer single examples; a short contrasting example is fine when \
-it teaches a distinction.
-3. Keep what works. The successes show behaviour the new text must preserve. Keep required \
-content (allowed labels, output formats, tool names) exactly as it is unless it is the problem.
-4. Be concise. Prefer sharpening or replacing a vague sentence to appending new ones; remove \
-what is redundant. The student is a language model reading this text on every call.
-5. Write the complete new text of each component you change, ready to use as is: not a \
-diff, not a description of the changes, no placeholders."""
+# Bullets, not numbered headings: small models turned "1. Diagnose 2. Fix ..." headings into
+# the outline of their answer and never wrote the new text.
+GUIDELINES = """Write the new version so that:
+- it fixes the causes, not the single examples. The feedback often states the right answer: \
+find the pattern behind the mistakes (a rule the student did not know, two cases it confuses, \
+a format it got wrong, missing domain knowledge) and state that rule or distinction so it also \
+works on new inputs. Do not paste the example inputs; a short contrasting example is fine when \
+it teaches a distinction;
+- it keeps what already works (the successes) and everything the program needs, such as the \
+allowed labels, the output format and tool names;
+- it stays concise: sharpen or replace vague sentences rather than only appending new ones. \
+The student reads this text on every call;
+- it is complete and ready to use as is: not a diff, not a list of changes, no placeholders."""
 
 
 def _fence(text: str) -> str:
@@ -91,24 +94,35 @@ def frontier_section(frontier: Sequence[CandidateView], parent_id: str, limit: i
     return "\n".join(lines)
 
 
-def output_format(targets: Sequence[str], cap: int) -> str:
-    """The text-mode answer format, with the length cap."""
-    example = "\n".join(
-        f"<<<COMPONENT {name}\n(the complete new text of {name})\n>>>" for name in targets
-    )
-    which = (
-        f"the component `{targets[0]}`"
-        if len(targets) == 1
-        else "each component you change (at least one of: "
-        + ", ".join(f"`{t}`" for t in targets)
-        + ")"
-    )
+PLACEHOLDER = "<the complete new text of"
+
+
+def task_line(targets: Sequence[str]) -> str:
+    """The one-line statement of the job that opens a text-mode request."""
     return (
-        f"# Answer format\nFirst think briefly about the failure patterns. Then write the new "
-        f"text of {which} between the markers below, each at most {cap:,} characters, followed "
-        f"by one line starting with RATIONALE: that says what you changed and why.\n\n"
-        f"{example}\nRATIONALE: <one or two sentences>"
+        f"Task: write a better version of {names(targets)} so that the student stops making "
+        f"the mistakes shown below. Answer with a RATIONALE line and the new text in "
+        f"<<<COMPONENT blocks, as described at the end."
     )
+
+
+def output_format(targets: Sequence[str], cap: int) -> str:
+    """The text-mode answer format, with the length cap: rationale first, blocks last."""
+    blocks = "\n".join(
+        f"<<<COMPONENT {name}\n{PLACEHOLDER} {name}, at most {cap:,} characters>\n>>>"
+        for name in targets
+    )
+    which = "" if len(targets) == 1 else " Include a block only for each component you change."
+    return (
+        f"# Answer format (follow it exactly)\n"
+        f"RATIONALE: <one or two sentences: the pattern behind the mistakes and how the new "
+        f"text fixes it>\n{blocks}\n\nWrite nothing after the last >>>.{which}"
+    )
+
+
+def names(targets: Sequence[str]) -> str:
+    """Component names as a readable list: `a`, `b`."""
+    return ", ".join(f"`{t}`" for t in targets)
 
 
 def wins_table(a: CandidateView, b: CandidateView) -> str:

@@ -18,10 +18,13 @@ from proposer.brief import Brief, evidence_for
 from proposer.client import UsageMeter
 from proposer.prompts import (
     GUIDELINES,
+    PLACEHOLDER,
     TEXT_SYSTEM,
     components_section,
     frontier_section,
+    names,
     output_format,
+    task_line,
     wins_table,
 )
 from proposer.types import ProposerConfig
@@ -35,14 +38,16 @@ _OPEN = re.compile(
 _CLOSE = re.compile(r"^[ \t]*>>>[ \t]*$", re.M)
 _RATIONALE = re.compile(r"^[ \t*#]*RATIONALE[ \t*]*:[ \t*]*(.*)$", re.M | re.I | re.S)
 _FENCE = re.compile(r"^[ \t]*```[^\n`]*$", re.M)
-_PLACEHOLDER = "(the complete new text of"
 
 
 def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> list[dict[str, Any]]:
     """The system and user messages of a text-mode request (mutation or merge)."""
     evidence = evidence_for(brief, budget_tokens=config.evidence_token_budget, rng=rng)
     cap = config.max_prompt_chars
-    head = f"# The program\n{brief.program_description or '(no description given)'}"
+    head = (
+        f"{task_line(brief.targets)}\n\n"
+        f"# The program\n{brief.program_description or '(no description given)'}"
+    )
     if brief.kind == "merge":
         a, b = brief.parents
         body = [
@@ -61,7 +66,7 @@ def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> l
                 role="B's version",
             ),
             evidence,
-            f"# Your task\nWrite one version of {_names(brief.targets)} that keeps what makes A "
+            f"# Your task\nWrite one version of {names(brief.targets)} that keeps what makes A "
             f"win on its seeds and what makes B win on its seeds. Find the instruction in each "
             f"version that explains its wins and combine them into one coherent text; where they "
             f"conflict, keep the more general rule. Do not simply concatenate the two versions: "
@@ -74,17 +79,13 @@ def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> l
             "# Components\n" + components_section(brief.specs, brief.base, brief.targets),
             f"# How the current version (candidate {parent.candidate_id}) did on a minibatch\n{evidence}",
             frontier_section(brief.frontier, parent.candidate_id),
-            f"# Your task\nImprove {_names(brief.targets)} so that the student gets failures like "
+            f"# Your task\nImprove {names(brief.targets)} so that the student gets failures like "
             f"these right, on these inputs and on unseen ones like them, while keeping its "
             f"successes.\n\n{GUIDELINES}",
         ]
     body.append(output_format(brief.targets, cap))
     user = "\n\n".join(part for part in body if part)
     return [{"role": "system", "content": TEXT_SYSTEM}, {"role": "user", "content": user}]
-
-
-def _names(targets: tuple[str, ...]) -> str:
-    return ", ".join(f"`{t}`" for t in targets)
 
 
 def _unfence(text: str) -> str:
@@ -110,7 +111,7 @@ def parse_reply(content: str, targets: tuple[str, ...]) -> tuple[dict[str, str],
             if stop:
                 body = body[: stop.start()]
         body = _unfence(body.rstrip().removesuffix(">>>"))
-        if match.group(1) in targets and not body.startswith(_PLACEHOLDER):
+        if match.group(1) in targets and not body.startswith(PLACEHOLDER):
             found[match.group(1)] = body
     first = opens[0].start() if opens else len(content)
     if not opens and len(targets) == 1:

@@ -82,7 +82,7 @@ def test_parse_is_lenient_about_small_model_mistakes() -> None:
 
 
 def test_parse_ignores_unknown_names_and_echoed_placeholders() -> None:
-    content = "<<<COMPONENT other\nx\n>>>\n<<<COMPONENT a\n(the complete new text of a)\n>>>"
+    content = "<<<COMPONENT other\nx\n>>>\n<<<COMPONENT a\n<the complete new text of a, at most 6,000 characters>\n>>>"
     with pytest.raises(ProposalRejected) as info:
         parse_reply(content, ("a",))
     assert info.value.reason == "no_submission"

@@ -1,0 +1,199 @@
+"""The README's main job: a Banking77 GEPA optimization, end to end, in one command.
+
+    bash examples/banking77/run.sh            # bootstraps .venv, then runs this module
+
+Without ``OPENAI_API_KEY`` it installs (once) and starts the local Qwen2.5-Coder models
+(0.5B student, 1.5B reflection by default), the Banking77 container and the optimizer service
+with its live console, runs GEPA with a light budget, prints the promotion report and where
+the evidence packet is, and stops every process it started. With ``OPENAI_API_KEY`` set it uses
+hosted models instead (``GEPA_STUDENT_MODEL``, default gpt-4o-mini; ``GEPA_REFLECTION_MODEL``,
+default gpt-4.1; ``OPENAI_BASE_URL`` for another OpenAI-compatible endpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import httpx
+
+from optimizer.local_models import free_port, install_models, serve_models
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL_KEY = "sk-local-no-key-needed"
+
+
+def _say(text: str) -> None:
+    print(f"[banking77] {text}", flush=True)
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes], what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited with code {proc.returncode}; see the lines above")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2.0).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"{what} did not answer {url} within {timeout:.0f}s")
+
+
+@contextlib.contextmanager
+def _process(cmd: Sequence[str], env: dict[str, str], url: str, what: str) -> Iterator[None]:
+    """Start one process, wait for ``url``, and always stop it (by its own pid)."""
+    proc = subprocess.Popen(list(cmd), cwd=ROOT, env=env)
+    try:
+        _wait(url, proc, what)
+        yield
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextlib.contextmanager
+def _models(args: argparse.Namespace) -> Iterator[dict[str, str]]:
+    """Hosted settings from the environment, or the local servers started here."""
+    if os.environ.get("OPENAI_API_KEY"):
+        base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+        _say(f"OPENAI_API_KEY is set: hosted models at {base}")
+        yield {
+            "student_url": base,
+            "student_model": os.environ.get("GEPA_STUDENT_MODEL", "gpt-4o-mini"),
+            "reflection_url": base,
+            "reflection_model": os.environ.get("GEPA_REFLECTION_MODEL", "gpt-4.1"),
+            "proposer_mode": "auto",
+            "key": os.environ["OPENAI_API_KEY"],
+        }
+        return
+    _say(f"no OPENAI_API_KEY: local models (student 0.5B, reflection {args.reflection})")
+    _say("installing llama-cpp-python and the verified GGUF files (first time: ~10 minutes)")
+    install_models(student=True, reflection=args.reflection)
+    with serve_models(
+        student_port=free_port(), reflection_port=free_port(), reflection=args.reflection
+    ) as served:
+        assert served.reflection is not None
+        _say(f"student on {served.student.base_url}, reflection on {served.reflection.base_url}")
+        yield {
+            "student_url": served.student.base_url,
+            "student_model": "student",
+            "reflection_url": served.reflection.base_url,
+            "reflection_model": "reflection",
+            # llama.cpp's chat template does not produce OpenAI tool calls: text mode.
+            "proposer_mode": "text",
+            "key": LOCAL_KEY,
+        }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the whole job; returns the exit code of the optimization."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--train-size", type=int, default=24)
+    parser.add_argument("--holdout-size", type=int, default=40)
+    parser.add_argument(
+        "--reflection", choices=("0.5b", "1.5b"), default="1.5b", help="local reflection model"
+    )
+    parser.add_argument("--auto", choices=("light", "medium", "heavy"), default="light")
+    parser.add_argument("--max-metric-calls", type=int, default=None, help="overrides --auto")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workspace", default=str(ROOT / ".gepa"))
+    parser.add_argument(
+        "--console-port", type=int, default=None, help="default: 8700 or a free port"
+    )
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    gepa = [sys.executable, "-m", "optimizer.cli"]
+    with _models(args) as models:
+        env = {
+            **os.environ,
+            "OPENAI_API_KEY": models["key"],
+            "OPENAI_BASE_URL": models["student_url"],
+            "GEPA_STUDENT_MODEL": models["student_model"],
+        }
+        container_port, console_port = free_port(), args.console_port or _port_or_free(8700)
+        container = f"http://127.0.0.1:{container_port}"
+        console = f"http://127.0.0.1:{console_port}"
+        container_cmd = [
+            sys.executable,
+            "-m",
+            "examples.banking77",
+            "--port",
+            str(container_port),
+            "--train-size",
+            str(args.train_size),
+            "--holdout-size",
+            str(args.holdout_size),
+        ]
+        serve_cmd = [*gepa, "serve", "--workspace", args.workspace, "--port", str(console_port)]
+        with (
+            _process(container_cmd, env, f"{container}/health", "the Banking77 container"),
+            _process(serve_cmd, env, f"{console}/api/health", "gepa-runtime serve"),
+        ):
+            _say(
+                f"Banking77 container on {container} ({args.train_size} train / {args.holdout_size} holdout queries)"
+            )
+            _say(f"live console: {console}  (open it in a browser while the run goes)")
+            budget = (
+                ["--max-metric-calls", str(args.max_metric_calls)]
+                if args.max_metric_calls
+                else ["--auto", args.auto]
+            )
+            run_cmd = [
+                *gepa,
+                "optimize",
+                "run",
+                "--server",
+                console,
+                "--container",
+                container,
+                "--reflection-model",
+                models["reflection_model"],
+                "--reflection-base-url",
+                models["reflection_url"],
+                "--proposer-mode",
+                models["proposer_mode"],
+                "--seed",
+                str(args.seed),
+                *budget,
+            ]
+            code = subprocess.run(run_cmd, cwd=ROOT, env=env).returncode
+    minutes = (time.monotonic() - started) / 60
+    if code == 0:
+        _say(
+            f"done in {minutes:.1f} min. Evidence: {args.workspace}/runs/<run id>/ (evidence.json, report.md)"
+        )
+        _say(
+            f"browse it again: gepa-runtime serve --workspace {args.workspace}, then open http://127.0.0.1:8700"
+        )
+    else:
+        _say(
+            f"the optimization failed (exit {code}) after {minutes:.1f} min; the messages above say why"
+        )
+    return code
+
+
+def _port_or_free(port: int) -> int:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return free_port()
+    return port
+
+
+if __name__ == "__main__":
+    sys.exit(main())
