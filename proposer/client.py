@@ -164,6 +164,8 @@ class ModelClient:
         else:
             kwargs["max_tokens"] = limit
             kwargs["temperature"] = self._config.temperature
+        if self._config.seed is not None:
+            kwargs["seed"] = self._config.seed
         if tools:
             kwargs["tools"] = list(tools)
         try:

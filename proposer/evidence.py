@@ -119,11 +119,12 @@ def render_failure(evaluation: Evaluation, limit: int, label: str = "") -> str:
     if task:
         parts.append("Input:\n" + truncate(task, int(limit * 0.35), "input"))
     parts.append(
-        "Output:\n"
+        "Student output:\n"
         + (truncate(text_of(evaluation.output), int(limit * 0.2), "output") or "(empty)")
     )
     parts.append(
-        "Feedback:\n" + (truncate(evaluation.feedback, int(limit * 0.45), "feedback") or "(none)")
+        "Verifier feedback:\n"
+        + (truncate(evaluation.feedback, int(limit * 0.45), "feedback") or "(none)")
     )
     return "\n".join(parts)
 

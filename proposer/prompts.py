@@ -35,16 +35,18 @@ TEXT_SYSTEM = (
 # Bullets, not numbered headings: small models turned "1. Diagnose 2. Fix ..." headings into
 # the outline of their answer and never wrote the new text.
 GUIDELINES = """Write the new version so that:
-- it fixes the causes, not the single examples. The feedback often states the right answer: \
-find the pattern behind the mistakes (a rule the student did not know, two cases it confuses, \
-a format it got wrong, missing domain knowledge) and state that rule or distinction so it also \
-works on new inputs. Do not paste the example inputs; a short contrasting example is fine when \
-it teaches a distinction;
+- it fixes the causes, not the single examples. The verifier feedback often states the right \
+answer: find the pattern behind the mistakes (a rule the student did not know, two cases it \
+confuses, a format it got wrong, missing domain knowledge) and state that rule so it also works \
+on new inputs. Where the student gave one answer but another was expected, say how to tell the \
+two apart. Do not paste the example inputs;
 - it keeps what already works (the successes) and everything the program needs, such as the \
 allowed labels, the output format and tool names;
 - it stays concise: sharpen or replace vague sentences rather than only appending new ones. \
 The student reads this text on every call;
-- it is complete and ready to use as is: not a diff, not a list of changes, no placeholders."""
+- it is complete and ready to use as is: not a diff, not a list of changes, no placeholders.
+Often a good new version is the current text, tightened, with one precise rule per mistake \
+pattern."""
 
 
 def _fence(text: str) -> str:

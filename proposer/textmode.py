@@ -32,8 +32,9 @@ from schemas.exceptions import ProposalRejected
 
 __all__ = ["parse_reply", "run_text", "text_messages"]
 
+# "<<<COMPONENT name"; small models also drop the "<<<" or write a markdown header instead.
 _OPEN = re.compile(
-    r"^[ \t]*<<<[ \t]*COMPONENT[ \t:]+`?([\w.\-]+)`?[ \t]*>{0,3}[ \t]*$", re.M | re.I
+    r"^[ \t#]*(?:<<<)?[ \t]*COMPONENT[ \t:]+`?([\w.\-]+)`?[ \t]*>{0,3}[ \t]*$", re.M | re.I
 )
 _CLOSE = re.compile(r"^[ \t]*>>>[ \t]*$", re.M)
 _RATIONALE = re.compile(r"^[ \t*#]*RATIONALE[ \t*]*:[ \t*]*(.*)$", re.M | re.I | re.S)
@@ -89,11 +90,26 @@ def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> l
 
 
 def _unfence(text: str) -> str:
-    stripped = text.strip()
-    lines = stripped.splitlines()
+    lines = text.strip().splitlines()
     if len(lines) >= 2 and _FENCE.match(lines[0]) and lines[-1].strip() == "```":
         return "\n".join(lines[1:-1]).strip()
-    return stripped
+    return text.strip()
+
+
+def _fenced_part(body: str) -> str:
+    """The block's text without fences and without what follows a closing fence.
+
+    Models often wrap the text in a fence, or close the block with a fence instead of
+    ``>>>`` and then comment on it: the comment is not part of the component.
+    """
+    lines = body.splitlines()
+    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
+    if not fences:
+        return body.strip()
+    if fences[0] == 0:
+        end = fences[1] if len(fences) > 1 else len(lines)
+        return "\n".join(lines[1:end]).strip()
+    return "\n".join(lines[: fences[0]]).strip()
 
 
 def parse_reply(content: str, targets: tuple[str, ...]) -> tuple[dict[str, str], str]:
@@ -107,10 +123,12 @@ def parse_reply(content: str, targets: tuple[str, ...]) -> tuple[dict[str, str],
     for i, match in enumerate(opens):
         end = opens[i + 1].start() if i + 1 < len(opens) else len(content)
         body = content[match.end() : end]
-        for stop in (_CLOSE.search(body), _RATIONALE.search(body)):
-            if stop:
-                body = body[: stop.start()]
-        body = _unfence(body.rstrip().removesuffix(">>>"))
+        close = _CLOSE.search(body)
+        if close:  # well-formed: the text may itself contain fences; drop only a wrapping pair
+            body = _unfence(body[: close.start()])
+        else:
+            stop = _RATIONALE.search(body)
+            body = _fenced_part(body[: stop.start() if stop else None].strip().removesuffix(">>>"))
         if match.group(1) in targets and not body.startswith(PLACEHOLDER):
             found[match.group(1)] = body
     first = opens[0].start() if opens else len(content)

@@ -135,6 +135,7 @@ class ProposerConfig:
     timeout_s: float = 180.0
     max_retries: int = 3
     temperature: float = 0.7
+    seed: int | None = None  # sent to endpoints that support sampling seeds (OpenAI, llama.cpp)
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -161,4 +162,5 @@ class ProposerConfig:
             mode=cfg.proposer_mode,
             max_prompt_chars=cfg.max_prompt_chars,
             max_retries=cfg.max_retries,
+            seed=cfg.seed,
         )

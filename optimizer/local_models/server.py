@@ -12,11 +12,14 @@ evicting), and two 0.5B processes share the file's pages, so memory stays ~1 GB 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +29,8 @@ import httpx
 
 from optimizer.local_models.install import model_path
 from schemas import GepaError
+
+PR_SET_PDEATHSIG = 1  # from <sys/prctl.h>
 
 __all__ = ["LlamaServer", "ModelServerError", "ServedModels", "free_port", "serve_models"]
 
@@ -39,6 +44,17 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: on Linux, get SIGTERM when the parent dies.
+
+    A model server holds a gigabyte and two cores; one orphaned by a killed test run or a
+    crashed optimizer would slow everything after it, so it goes down with its parent.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class LlamaServer:
@@ -125,6 +141,10 @@ class LlamaServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **self.env},
+                # PDEATHSIG follows the spawning *thread*: only tie it to the main thread.
+                preexec_fn=_die_with_parent
+                if threading.current_thread() is threading.main_thread()
+                else None,
             )
 
     def _check_alive(self) -> None:

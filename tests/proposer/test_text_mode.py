@@ -35,9 +35,12 @@ async def test_well_formed_answer_becomes_the_candidate(api) -> None:
     assert "Purpose: System prompt of the intent classifier." in user
     assert PARENT_PROMPT in user
     assert "Input:\nHow long does it take for a new card to get here?" in user
-    assert "Output:\ncard_arrival" in user
-    assert "Feedback:\npredicted card_arrival, expected card_delivery_estimate" in user
-    assert "## Successes (1: behaviour to keep)" in user and "What is today's euro exchange rate?" in user
+    assert "Student output:\ncard_arrival" in user
+    assert "Verifier feedback:\npredicted card_arrival, expected card_delivery_estimate" in user
+    assert (
+        "## Successes (1: behaviour to keep)" in user
+        and "What is today's euro exchange rate?" in user
+    )
     assert "<<<COMPONENT system_prompt" in user and "RATIONALE:" in user
     assert "at most 6,000 characters" in user
     assert "generalize" in request["messages"][0]["content"]
@@ -79,6 +82,21 @@ def test_parse_is_lenient_about_small_model_mistakes() -> None:
     assert rationale == "clearer"
     found, _ = parse_reply("<<<COMPONENT a\nText ending on the marker.>>>\nRATIONALE: r", ("a",))
     assert found == {"a": "Text ending on the marker."}
+
+
+def test_parse_handles_blocks_closed_by_a_fence_and_other_openers() -> None:
+    # Seen from Qwen2.5-Coder 1.5B: the block closed with a fence, then a comment on it.
+    content = "RATIONALE: r\n<<<COMPONENT a\nNew text.\n```\n\nThis new text adds a rule."
+    assert parse_reply(content, ("a",)) == ({"a": "New text."}, "r")
+    # Seen from the 0.5B: "COMPONENT a" without the <<< marker; or a markdown header.
+    assert parse_reply("COMPONENT a\n```\nX\n```\nmore talk", ("a",))[0] == {"a": "X"}
+    assert parse_reply("### COMPONENT a\nY\n>>>", ("a",))[0] == {"a": "Y"}
+
+
+def test_fences_inside_a_well_formed_block_are_part_of_the_text() -> None:
+    text = 'Answer as JSON:\n```json\n{"label": "..."}\n```\nNothing else.'
+    found, _ = parse_reply(f"<<<COMPONENT a\n{text}\n>>>\nRATIONALE: r", ("a",))
+    assert found == {"a": text}
 
 
 def test_parse_ignores_unknown_names_and_echoed_placeholders() -> None:
