@@ -313,7 +313,7 @@ class GepaSearch:
             parents=list(parents),
             origin=origin,
             rationale=proposal.rationale,
-            diffs={parents[0]: proposal.diff},
+            diffs=dict(proposal.diffs) or {parents[0]: proposal.diff},
             proposer_usage=proposal.usage,
         )
         await d.workspace.add_candidate(record)

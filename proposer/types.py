@@ -161,6 +161,7 @@ class ProposerConfig:
             api_key_env=cfg.reflection_api_key_env,
             mode=cfg.proposer_mode,
             max_prompt_chars=cfg.max_prompt_chars,
+            max_tokens=cfg.reflection_max_tokens,
             max_retries=cfg.max_retries,
             seed=cfg.seed,
         )

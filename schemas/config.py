@@ -38,6 +38,7 @@ class RunConfig(BaseModel):
     reflection_api_key_env: str = "OPENAI_API_KEY"
     proposer_mode: Literal["auto", "agent", "text"] = "auto"
     max_prompt_chars: int = Field(default=6000, ge=100)
+    reflection_max_tokens: int = Field(default=2048, ge=64)
     # Budget.
     max_metric_calls: int | None = Field(default=None, ge=1)
     auto: Literal["light", "medium", "heavy"] | None = None

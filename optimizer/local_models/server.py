@@ -47,14 +47,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _die_with_parent() -> None:
-    """Runs in the child before exec: on Linux, get SIGTERM when the parent dies.
+    """Runs in the child before exec: on Linux, get SIGKILL when the parent dies.
 
     A model server holds a gigabyte and two cores; one orphaned by a killed test run or a
     crashed optimizer would slow everything after it, so it goes down with its parent.
     """
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # no state to save; SIGTERM waits for a generation
 
 
 class LlamaServer:

@@ -96,6 +96,8 @@ async def test_tiny_optimization_on_the_real_model(
         concurrency=2,
         max_idle_iterations=3,
         use_merge=False,
+        max_prompt_chars=1200,  # the 0.5B rambles: a short cap keeps a proposal under a minute
+        reflection_max_tokens=400,
     )
     result = await run_optimization(config, workspace=tmp_path / "ws")
     packet = json.loads((result.evidence_dir / "evidence.json").read_text())

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
+from proposer import ToolsUnsupported
 from tests.proposer.fakes import (
     banking_request,
     completion,
@@ -72,3 +74,13 @@ async def test_auto_mode_keeps_agent_mode_once_it_worked(api) -> None:
     assert proposer.mode == "agent"
     second = await proposer.propose(banking_request())
     assert second.mode == "agent" and second.rationale == "r2"
+
+
+async def test_explicit_agent_mode_does_not_fall_back(api) -> None:
+    error = {"error": {"message": "tools are not supported"}}
+    script = scripted(api, httpx.Response(400, json=error))
+    proposer = make_proposer(mode="agent")
+    with pytest.raises(ToolsUnsupported) as info:
+        await proposer.propose(banking_request())
+    assert proposer.mode == "agent" and len(script.requests) == 1
+    assert info.value.usage.calls == 0  # type: ignore[attr-defined]

@@ -47,9 +47,10 @@ def test_missing_key_for_a_remote_endpoint_names_the_variable(monkeypatch) -> No
 async def test_local_endpoint_runs_with_a_dummy_key(api, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     script = scripted(api, completion("hello", prompt_tokens=12, completion_tokens=3))
-    client = ModelClient(config())
+    client = ModelClient(config(seed=3))
     reply = await client.chat(MESSAGES)
     await client.aclose()
+    assert script.requests[0]["seed"] == 3  # sampling seed passed through for reproducibility
     assert reply.content == "hello" and reply.finish_reason == "stop"
     assert reply.usage.input_tokens == 12 and reply.usage.output_tokens == 3
     assert reply.usage.cost_usd == 0.0 and not client.cost_known  # local: price unknown
@@ -158,8 +159,10 @@ def test_config_from_run_config() -> None:
         reflection_api_key_env="OR_KEY",
         proposer_mode="text",
         max_prompt_chars=3000,
+        seed=11,
     )
     pc = ProposerConfig.from_run_config(cfg)
+    assert pc.seed == 11
     assert (pc.model, pc.api_key_env, pc.mode, pc.max_prompt_chars) == (
         "openrouter/openai/gpt-4.1",
         "OR_KEY",
