@@ -80,7 +80,12 @@ FLAGS: tuple[Flag, ...] = (
         choices=("auto", "agent", "text"),
     ),
     Flag("--max-prompt-chars", "max_prompt_chars", "length cap per component for proposals", int),
-    Flag("--reflection-max-tokens", "reflection_max_tokens", "output tokens per proposer call (default 2048)", int),
+    Flag(
+        "--reflection-max-tokens",
+        "reflection_max_tokens",
+        "output tokens per proposer call (default 2048)",
+        int,
+    ),
     Flag("--max-metric-calls", "max_metric_calls", "budget: paid rollouts", int),
     Flag(
         "--auto",

@@ -14,9 +14,10 @@ import asyncio
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from optimizer.budget import Budget
-from optimizer.client import ContainerClient
+from optimizer.client import ContainerClient, RolloutOutcome
 from optimizer.events import EventSink
 from schemas import (
     ContainerError,
@@ -190,9 +191,12 @@ class RolloutQueue:
 
     async def _wait(self, futures: list[asyncio.Future[RolloutRecord]]) -> list[RolloutRecord]:
         """Gather the futures, unless the committer dies first (then raise its error)."""
-        gathered = asyncio.ensure_future(asyncio.gather(*futures))
+        gathered: asyncio.Future[list[RolloutRecord]] = asyncio.ensure_future(
+            asyncio.gather(*futures)
+        )
         committer = self._tasks[-1]
-        await asyncio.wait([gathered, committer], return_when=asyncio.FIRST_COMPLETED)
+        waiting: list[asyncio.Future[Any]] = [gathered, committer]
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if not gathered.done():
             gathered.cancel()
             error = committer.exception() if not committer.cancelled() else None
@@ -244,31 +248,36 @@ class RolloutQueue:
                 record = self._record(job, outcome, attempts=outcome.attempts, error=None)
             self._done.put_nowait((record, retries, future))
 
-    def _record(self, job: _Job, outcome, *, attempts: int, error: str | None) -> RolloutRecord:  # type: ignore[no-untyped-def]
-        base = dict(
-            cache_key=job.key,
-            run_id=self._run_id,
-            candidate_id=job.candidate_id,
-            candidate_hash=job.candidate_hash,
-            fingerprint=self._fingerprint,
-            seed=job.seed,
-            policy=self._policy_key,
-            attempts=attempts,
-        )
+    def _record(
+        self, job: _Job, outcome: RolloutOutcome | None, *, attempts: int, error: str | None
+    ) -> RolloutRecord:
+        """The stored form of a finished rollout: scored (``outcome``) or an error."""
+        ids = {
+            "cache_key": job.key,
+            "run_id": self._run_id,
+            "candidate_id": job.candidate_id,
+            "candidate_hash": job.candidate_hash,
+            "fingerprint": self._fingerprint,
+            "seed": job.seed,
+            "policy": self._policy_key,
+            "attempts": attempts,
+        }
         if outcome is None:
-            return RolloutRecord(status="error", error=error, **base)
+            return RolloutRecord.model_validate({**ids, "status": "error", "error": error})
         response = outcome.response
-        return RolloutRecord(
-            status="ok",
-            reward=response.reward,
-            objectives=response.objectives or {"reward": response.reward},
-            output=response.output,
-            feedback=response.feedback,
-            trace=response.trace.model_dump(mode="json"),
-            usage=response.usage,
-            latency_ms=response.usage.latency_ms or outcome.latency_ms,
-            error=response.error,
-            **base,
+        return RolloutRecord.model_validate(
+            {
+                **ids,
+                "status": "ok",
+                "reward": response.reward,
+                "objectives": response.objectives or {"reward": response.reward},
+                "output": response.output,
+                "feedback": response.feedback,
+                "trace": response.trace.model_dump(mode="json"),
+                "usage": response.usage,
+                "latency_ms": response.usage.latency_ms or outcome.latency_ms,
+                "error": response.error,
+            }
         )
 
     async def _committer(self) -> None:

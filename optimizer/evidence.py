@@ -47,7 +47,7 @@ class EvidenceInputs:
 
 def prompt_diff(before: Mapping[str, str], after: Mapping[str, str]) -> str:
     """Unified diff of every component, baseline -> best."""
-    chunks = []
+    chunks: list[str] = []
     for name in sorted(set(before) | set(after)):
         chunks.extend(
             difflib.unified_diff(

@@ -13,6 +13,7 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from optimizer.budget import Budget
 from optimizer.dispatch import RolloutQueue, SeedResult
@@ -45,14 +46,16 @@ __all__ = ["GepaSearch", "ProposerLike", "SearchDeps"]
 MERGE_MINIBATCH = 6
 
 
-class ProposerLike:
+class ProposerLike(Protocol):
     """What the search needs of a proposer (``proposer.Proposer`` is one)."""
 
-    async def propose(self, request: ProposalRequest) -> Proposal:  # pragma: no cover - protocol
-        raise NotImplementedError
+    async def propose(self, request: ProposalRequest) -> Proposal:
+        """A new candidate from a parent and its minibatch results."""
+        ...
 
-    async def merge(self, request: MergeRequest) -> Proposal:  # pragma: no cover - protocol
-        raise NotImplementedError
+    async def merge(self, request: MergeRequest) -> Proposal:
+        """One candidate that keeps what two complementary candidates do well."""
+        ...
 
 
 @dataclass

@@ -138,7 +138,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--holdout-size",
             str(args.holdout_size),
         ]
-        serve_cmd = [*gepa, "serve", "--workspace", args.workspace, "--port", str(console_port)]
+        serve_cmd = [
+            *gepa,
+            "serve",
+            "--workspace",
+            args.workspace,
+            "--port",
+            str(console_port),
+            "--log-level",
+            "warning",
+        ]
         with (
             _process(container_cmd, env, f"{container}/health", "the Banking77 container"),
             _process(serve_cmd, env, f"{console}/api/health", "gepa-runtime serve"),

@@ -54,7 +54,9 @@ def _die_with_parent() -> None:
     """
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # no state to save; SIGTERM waits for a generation
+        libc.prctl(
+            PR_SET_PDEATHSIG, signal.SIGKILL
+        )  # no state to save; SIGTERM waits for a generation
 
 
 class LlamaServer:
