@@ -17,20 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from container.dataset import Dataset
+from container.dataset import SPLIT_STEMS, Dataset
 from schemas import Seeds, UserError
 
 __all__ = ["SPLIT_NAMES", "Splits", "default_splits", "load_splits"]
 
 SPLIT_NAMES = ("train", "val", "holdout")
-_ALIASES = {
-    "train": "train",
-    "val": "val",
-    "validation": "val",
-    "dev": "val",
-    "holdout": "holdout",
-    "test": "holdout",
-}
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _from_mapping(dataset: Dataset, data: dict[str, Any], where: str) -> Splits:
-    unknown_keys = sorted(k for k in data if k not in _ALIASES)
+    unknown_keys = sorted(k for k in data if k not in SPLIT_STEMS)
     if unknown_keys:
         raise UserError(
             f"splits in {where}: unknown split {', '.join(unknown_keys)}; use train, val, holdout"
@@ -128,7 +120,7 @@ def _from_mapping(dataset: Dataset, data: dict[str, Any], where: str) -> Splits:
     for key, names in data.items():
         if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
             raise UserError(f"splits in {where}: {key!r} must be a list of seed names")
-        splits[_ALIASES[key]].extend(names)
+        splits[SPLIT_STEMS[key]].extend(names)
     missing = sorted({n for names in splits.values() for n in names if n not in dataset})
     if missing:
         shown = ", ".join(missing[:20]) + (

@@ -153,14 +153,36 @@ def parse_reply(content: str, targets: tuple[str, ...]) -> tuple[dict[str, str],
     return found, rationale[:1500] or "(no rationale given)"
 
 
+UNCHANGED_NUDGE = (
+    "Your new text is identical to the current text, so it cannot fix any failure. Write a "
+    "changed, improved version that addresses the failures above, in the same format."
+)
+
+
 async def run_text(
     meter: UsageMeter, brief: Brief, config: ProposerConfig, rng: random.Random
 ) -> tuple[dict[str, str], str]:
-    """One text-mode request; the new full component mapping and the rationale."""
-    reply = await meter.chat(text_messages(brief, config, rng))
+    """One text-mode request (two when the first copies the text back unchanged).
+
+    Small local models often echo the current text; one push turns many of those answers
+    into a real edit, at the price of one more call only when it is needed.
+    """
+    messages = text_messages(brief, config, rng)
+    reply = await meter.chat(messages)
+    changed, rationale = _parse(reply, brief, config)
+    if changed and all(brief.base.get(name) == text for name, text in changed.items()):
+        messages = [
+            *messages,
+            {"role": "assistant", "content": reply.content},
+            {"role": "user", "content": UNCHANGED_NUDGE},
+        ]
+        changed, rationale = _parse(await meter.chat(messages), brief, config)
+    return {**brief.base, **changed}, rationale
+
+
+def _parse(reply: Any, brief: Brief, config: ProposerConfig) -> tuple[dict[str, str], str]:
     if reply.finish_reason == "length":
         raise ProposalRejected(
             "cut_off", f"the answer was cut off at max_tokens={config.max_tokens} before it ended"
         )
-    changed, rationale = parse_reply(reply.content, brief.targets)
-    return {**brief.base, **changed}, rationale
+    return parse_reply(reply.content, brief.targets)

@@ -23,7 +23,6 @@ NEW = "Classify the banking intent; delivery-time questions are card_delivery_es
     [
         (text_answer(NEW), "length", "cut_off"),
         ("<<<COMPONENT system_prompt\n   \n>>>\nRATIONALE: empty", "stop", "empty"),
-        (text_answer(PARENT_PROMPT), "stop", "unchanged"),
         (text_answer("x" * 501), "stop", "too_long"),
         ("No block here.", "stop", "no_submission"),
     ],
@@ -37,6 +36,32 @@ async def test_rejections_carry_reason_and_usage(api, answer, finish, reason) ->
     usage = info.value.usage  # type: ignore[attr-defined]
     assert (usage.calls, usage.input_tokens, usage.output_tokens) == (1, 300, 40)
     assert proposer.total_usage == usage
+
+
+async def test_unchanged_answer_is_pushed_back_once_then_rejected(api) -> None:
+    script = scripted(
+        api,
+        completion(text_answer(PARENT_PROMPT), prompt_tokens=300, completion_tokens=40),
+        completion(text_answer(PARENT_PROMPT), prompt_tokens=350, completion_tokens=40),
+    )
+    proposer = make_proposer(mode="text")
+    with pytest.raises(ProposalRejected) as info:
+        await proposer.propose(banking_request())
+    assert info.value.reason == "unchanged"
+    usage = info.value.usage  # type: ignore[attr-defined]
+    assert (usage.calls, usage.input_tokens, usage.output_tokens) == (2, 650, 80)
+    second = script.requests[1]["messages"]
+    assert second[-1]["content"].startswith("Your new text is identical")
+    assert second[-2]["role"] == "assistant"
+
+
+async def test_push_back_turns_an_echo_into_an_edit(api) -> None:
+    scripted(
+        api, completion(text_answer(PARENT_PROMPT)), completion(text_answer(NEW, "Now changed."))
+    )
+    proposal = await make_proposer(mode="text").propose(banking_request())
+    assert proposal.components == {"system_prompt": NEW}
+    assert proposal.usage.calls == 2
 
 
 async def test_too_long_is_prompt_too_long(api) -> None:
