@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -64,7 +65,7 @@ def _process(cmd: Sequence[str], env: dict[str, str], url: str, what: str) -> It
 
 
 @contextlib.contextmanager
-def _models(args: argparse.Namespace) -> Iterator[dict[str, str]]:
+def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     """Hosted settings from the environment, or the local servers started here."""
     if os.environ.get("OPENAI_API_KEY"):
         base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
@@ -76,6 +77,7 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, str]]:
             "reflection_model": os.environ.get("GEPA_REFLECTION_MODEL", "gpt-4.1"),
             "proposer_mode": "auto",
             "key": os.environ["OPENAI_API_KEY"],
+            "extra": [],
         }
         return
     _say(f"no OPENAI_API_KEY: local models (student 0.5B, reflection {args.reflection})")
@@ -94,6 +96,16 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, str]]:
             # llama.cpp's chat template does not produce OpenAI tool calls: text mode.
             "proposer_mode": "text",
             "key": LOCAL_KEY,
+            # ~10 tokens/s on 2 cores: cap each reflection at ~1 minute, and stop a search
+            # that keeps getting echoes instead of burning the afternoon on it.
+            "extra": [
+                "--reflection-max-tokens",
+                "700",
+                "--max-prompt-chars",
+                "2500",
+                "--max-idle-iterations",
+                "6",
+            ],
         }
 
 
@@ -175,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 models["reflection_url"],
                 "--proposer-mode",
                 models["proposer_mode"],
+                *models["extra"],
                 "--seed",
                 str(args.seed),
                 *budget,
