@@ -166,9 +166,7 @@ class RolloutQueue:
         if cached_trials:
             self._budget.cached += len(cached_trials)
             await self._workspace.link_trials(self._run_id, cached_trials)
-            await self._emit_trials(
-                candidate_id, [(t.seed, results[t.seed].record, True) for t in cached_trials]
-            )
+            await self._emit_trials([(results[t.seed].record, True) for t in cached_trials])
         if misses:
             batch = next(self._batches)
             loop = asyncio.get_running_loop()
@@ -210,7 +208,6 @@ class RolloutQueue:
         record: RolloutRecord,
         *,
         cached: bool,
-        rollout_id: int | None = None,
     ) -> Trial:
         return Trial(
             run_id=self._run_id,
@@ -219,7 +216,6 @@ class RolloutQueue:
             cache_key=record.cache_key,
             cached=cached,
             status=record.status,
-            rollout_id=rollout_id,
         )
 
     async def _worker(self) -> None:
@@ -300,12 +296,7 @@ class RolloutQueue:
         self, batch: list[tuple[RolloutRecord, int, asyncio.Future[RolloutRecord]]]
     ) -> None:
         records = [record for record, _, _ in batch]
-        ids = await self._workspace.record_rollouts(records)
-        trials = [
-            self._trial(r.candidate_id, r.seed, r, cached=False, rollout_id=i)
-            for r, i in zip(records, ids, strict=True)
-        ]
-        await self._workspace.link_trials(self._run_id, trials)
+        await self._workspace.record_paid_trials(self._run_id, records)
         for record, retries, _ in batch:
             self._budget.settle(
                 cost_usd=record.usage.cost_usd,
@@ -315,31 +306,27 @@ class RolloutQueue:
                 output_tokens=record.usage.output_tokens,
             )
             self._gate.observe(record)
-        by_candidate: dict[str, list[tuple[str, RolloutRecord, bool]]] = {}
-        for record in records:
-            by_candidate.setdefault(record.candidate_id, []).append((record.seed, record, False))
-        for candidate_id, items in by_candidate.items():
-            await self._emit_trials(candidate_id, items)
+        # One event per committed batch: the feed stays live when rollouts are slow, and a
+        # fast container does not pay one event transaction per rollout.
+        await self._emit_trials([(record, False) for record in records])
         for record, _, future in batch:
             if not future.done():
                 future.set_result(record)
 
-    async def _emit_trials(
-        self, candidate_id: str, items: list[tuple[str, RolloutRecord, bool]]
-    ) -> None:
+    async def _emit_trials(self, items: list[tuple[RolloutRecord, bool]]) -> None:
         await self._events.emit(
             "trials",
             {
-                "candidate_id": candidate_id,
                 "trials": [
                     {
-                        "seed": seed,
+                        "candidate_id": record.candidate_id,
+                        "seed": record.seed,
                         "reward": record.reward,
                         "status": record.status,
                         "cached": cached,
                         "feedback": (record.feedback or record.error or "")[:FEEDBACK_IN_EVENTS],
                     }
-                    for seed, record, cached in items
+                    for record, cached in items
                 ],
                 "budget": self._budget.snapshot(),
             },

@@ -200,6 +200,34 @@ class Workspace:
         async with self._db.write() as conn:
             return await rollouts.insert_rollouts(conn, records, rows)
 
+    async def record_paid_trials(self, run_id: str, records: Sequence[RolloutRecord]) -> list[int]:
+        """``record_rollouts`` and ``link_trials`` (as paid) in one transaction; the row ids.
+
+        The rollout queue's hot path: one commit per batch instead of two.
+        """
+        if not records:
+            return []
+        if self.readonly:
+            raise WorkspaceError(f"workspace {self.root} is opened read-only")
+        rows = await asyncio.to_thread(self._encode_rollouts, list(records))
+        async with self._db.write() as conn:
+            await runs.require_run(conn, run_id, self.root)
+            ids = await rollouts.insert_rollouts(conn, records, rows)
+            paid = [
+                Trial(
+                    run_id=run_id,
+                    candidate_id=r.candidate_id,
+                    seed=r.seed,
+                    cache_key=r.cache_key,
+                    cached=False,
+                    status=r.status,
+                    rollout_id=i,
+                )
+                for r, i in zip(records, ids, strict=True)
+            ]
+            await trials.insert_trials(conn, run_id, paid)
+        return ids
+
     def _encode_rollouts(self, records: list[RolloutRecord]) -> list[tuple[object, ...]]:
         encoded = []
         for record in records:

@@ -160,3 +160,22 @@ def test_resolve_workspace_prefers_explicit_then_env_then_default(tmp_path: Path
     assert resolve_workspace(None, {}) == Path(".gepa")
     assert resolve_workspace("", {}) == Path(".gepa")
     assert resolve_workspace("~/ws", {}) == Path(os.path.expanduser("~/ws"))
+
+
+async def test_paid_rollouts_and_their_trials_commit_together(
+    ws: Workspace, run_id, rollout
+) -> None:
+    ok = rollout("s1", run_id=run_id, reward=1.0)
+    err = rollout("s2", run_id=run_id, status="error")
+    ids = await ws.record_paid_trials(run_id, [ok, err])
+    views = await ws.list_trials(run_id)
+    assert [(v.seed, v.cached, v.status, v.rollout_id) for v in views] == [
+        ("s1", False, "ok", ids[0]), ("s2", False, "error", ids[1]),
+    ]  # fmt: skip
+    assert await ws.count_trials(run_id) == {"paid": 1, "cached": 0, "errors": 1}
+    assert (await ws.lookup(ok.cache_key)) is not None and (await ws.lookup(err.cache_key)) is None
+    with pytest.raises(UserError, match="unknown run"):
+        await ws.record_paid_trials("run-nope", [rollout("s3", run_id="run-nope")])
+    assert (
+        await ws.lookup(rollout("s3", run_id="run-nope").cache_key) is None
+    )  # nothing half-stored
