@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     minutes = (time.monotonic() - started) / 60
     if code == 0:
         _say(
-            f"done in {minutes:.1f} min. Evidence: {args.workspace}/runs/<run id>/ (evidence.json, report.md)"
+            f"done in {minutes:.1f} min. Evidence: {_latest_run(args.workspace)}/ (evidence.json, report.md)"
         )
         _say(
             f"browse it again: gepa-runtime serve --workspace {args.workspace}, then open http://127.0.0.1:8700"
@@ -206,6 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"the optimization failed (exit {code}) after {minutes:.1f} min; the messages above say why"
         )
     return code
+
+
+def _latest_run(workspace: str) -> Path:
+    """The folder of the newest evidence packet in ``workspace`` (the run this job made)."""
+    packets = sorted(Path(workspace).glob("runs/*/evidence.json"), key=lambda p: p.stat().st_mtime)
+    return packets[-1].parent if packets else Path(workspace) / "runs"
 
 
 def _port_or_free(port: int) -> int:
