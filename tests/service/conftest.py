@@ -36,10 +36,10 @@ def toy_app() -> Any:
     return container_app(target, dataset=FAKES / "toy_data.jsonl", splits=FAKES / "toy_splits.json")
 
 
-def run_config(reflection_url: str, **extra: Any) -> dict[str, Any]:
+def run_config(reflection_url: str, *, container: str = TOY_URL, **extra: Any) -> dict[str, Any]:
     """A small, fast run config against the toy container (JSON, as the API takes it)."""
     config: dict[str, Any] = {
-        "containers": [TOY_URL],
+        "containers": [container],
         "reflection_model": "fake-reflection",
         "reflection_base_url": reflection_url,
         "proposer_mode": "text",
@@ -116,3 +116,18 @@ def parse_sse(text: str) -> list[tuple[str | None, str | None, str]]:
         if data:
             messages.append((name, ident, "\n".join(data)))
     return messages
+
+
+def run_flags(reflection_url: str) -> list[str]:
+    """``run_config``'s search settings as ``optimize`` command-line flags."""
+    config = run_config(reflection_url)
+    flags = {
+        "--reflection-model": config["reflection_model"],
+        "--reflection-base-url": config["reflection_base_url"],
+        "--proposer-mode": config["proposer_mode"],
+        "--max-metric-calls": config["max_metric_calls"],
+        "--max-idle-iterations": config["max_idle_iterations"],
+        "--seed": config["seed"],
+        "--use-merge": str(config["use_merge"]).lower(),
+    }
+    return [str(part) for pair in flags.items() for part in pair]

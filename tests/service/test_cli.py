@@ -10,6 +10,7 @@ import pytest
 
 from optimizer.cli import main
 from tests.fakes.servers import FAKES
+from tests.service.conftest import run_flags
 from workspace import Workspace
 
 MODULE = [
@@ -23,24 +24,7 @@ MODULE = [
 
 
 def _flags(reflection_url: str, root: Path) -> list[str]:
-    return [
-        "--reflection-model",
-        "fake-reflection",
-        "--reflection-base-url",
-        reflection_url,
-        "--proposer-mode",
-        "text",
-        "--max-metric-calls",
-        "200",
-        "--max-idle-iterations",
-        "4",
-        "--seed",
-        "3",
-        "--use-merge",
-        "false",
-        "--workspace",
-        str(root),
-    ]
+    return [*run_flags(reflection_url), "--workspace", str(root)]
 
 
 def _runs(root: Path) -> list[dict[str, object]]:

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.fakes.servers import ROOT, toy_container
+from tests.service.conftest import run_config
 from tests.service.processes import serve_process
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -56,21 +57,6 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-def _config(container: str, reflection_url: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "containers": [container],
-        "reflection_model": "fake-reflection",
-        "reflection_base_url": reflection_url,
-        "proposer_mode": "text",
-        "max_metric_calls": 200,
-        "max_idle_iterations": 4,
-        "seed": 3,
-        "use_merge": False,
-        "concurrency": 2,
-        **extra,
-    }
-
-
 def _create(url: str, config: dict[str, Any]) -> str:
     response = httpx.post(
         f"{url}/api/runs", json={"config": config}, headers={"Authorization": f"Bearer {TOKEN}"}
@@ -86,7 +72,7 @@ def test_console_updates_live_without_reload(
         toy_container(tmp_path / "calls.log", env={"TOY_DELAY": "0.05"}) as container,
         serve_process(tmp_path / "ws", token=TOKEN, extra=["--heartbeat", "1"]) as (url, _),
     ):
-        run_id = _create(url, _config(container, reflection_url))
+        run_id = _create(url, run_config(reflection_url, container=container, concurrency=2))
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -158,7 +144,7 @@ def test_console_says_when_the_runner_goes_quiet_and_asks_for_a_token(
             tmp_path / "ws", token=TOKEN, extra=["--heartbeat", "0.5", "--quiet-after", "1.5"]
         ) as (url, _),
     ):
-        run_id = _create(url, _config(container, reflection_url, concurrency=1))
+        run_id = _create(url, run_config(reflection_url, container=container, concurrency=1))
         httpx.post(f"{url}/api/runs/{run_id}/start", headers={"Authorization": f"Bearer {TOKEN}"})
         page = browser.new_page()
         page.goto(f"{url}/runs/{run_id}")

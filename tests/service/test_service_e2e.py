@@ -13,25 +13,11 @@ import pytest
 
 from optimizer.cli import main
 from tests.fakes.servers import rollout_calls, toy_container
+from tests.service.conftest import run_config, run_flags
 from tests.service.processes import follow, serve_process, stop
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e
-
-
-def _config(container: str, reflection_url: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "containers": [container],
-        "reflection_model": "fake-reflection",
-        "reflection_base_url": reflection_url,
-        "proposer_mode": "text",
-        "max_metric_calls": 200,
-        "max_idle_iterations": 4,
-        "seed": 3,
-        "use_merge": False,
-        "retry_base_delay_s": 0.01,
-        **extra,
-    }
 
 
 def test_create_start_and_follow_a_run_over_the_api(tmp_path: Path, reflection_url: str) -> None:
@@ -39,7 +25,9 @@ def test_create_start_and_follow_a_run_over_the_api(tmp_path: Path, reflection_u
         toy_container(tmp_path / "calls.log", env={"TOY_DELAY": "0.005"}) as container,
         serve_process(tmp_path / "ws") as (url, _),
     ):
-        created = httpx.post(f"{url}/api/runs", json={"config": _config(container, reflection_url)})
+        created = httpx.post(
+            f"{url}/api/runs", json={"config": run_config(reflection_url, container=container)}
+        )
         assert created.status_code == 201, created.text
         run_id = created.json()["run_id"]
         assert httpx.post(f"{url}/api/runs/{run_id}/start").status_code == 202
@@ -72,7 +60,7 @@ def test_a_run_survives_a_service_restart_and_pays_for_nothing_twice(
         with serve_process(root) as (url, proc):
             run_id = httpx.post(
                 f"{url}/api/runs",
-                json={"config": _config(container, reflection_url), "start": True},
+                json={"config": run_config(reflection_url, container=container), "start": True},
             ).json()["run_id"]
             deadline = time.monotonic() + 60
             while httpx.get(f"{url}/api/runs/{run_id}").json()["budget"]["paid"] < 30:
@@ -124,22 +112,7 @@ def test_optimize_run_with_server_follows_the_run_to_its_verdict(
         serve_process(tmp_path / "ws", token="tok-e2e-123") as (url, _),
     ):
         server = ["--server", url, "--server-token", "tok-e2e-123"]
-        flags = [
-            "--container",
-            container,
-            "--reflection-model",
-            "fake-reflection",
-            "--reflection-base-url",
-            reflection_url,
-            "--proposer-mode",
-            "text",
-            "--max-metric-calls",
-            "200",
-            "--max-idle-iterations",
-            "4",
-            "--use-merge",
-            "false",
-        ]
+        flags = ["--container", container, *run_flags(reflection_url)]
         assert main(["optimize", "create", *server, *flags]) == 0
         created = capsys.readouterr().out
         run_id = created.splitlines()[0]
