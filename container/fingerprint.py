@@ -1,7 +1,7 @@
 """The program fingerprint: what makes a cached rollout result still valid.
 
 sha256 over the canonical JSON of the protocol version, the target id, kind, version and
-baseline, the target function's source and its module's source, every dataset row, the
+baseline (and user template), the target function's source and its module's source, every dataset row, the
 splits and the verifier (its spec, or its source for a Python verifier). The candidate is
 not in it (the cache key adds it), nor is the rollout policy.
 """
@@ -37,6 +37,7 @@ def compute_fingerprint(
             "kind": target.kind,
             "version": target.version,
             "baseline": dict(target.baseline),
+            "user_template": target.template.user_template if target.template else None,
         },
         "target_source": source_of(target.fn),
         "module_source": source_of(module) if module is not None else "",

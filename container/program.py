@@ -27,6 +27,14 @@ class ServedProgram:
     program: Program
 
 
+def _metadata(target: Target, size: int, verifier: str) -> dict[str, object]:
+    metadata: dict[str, object] = {"dataset_size": size, "verifier": verifier}
+    template = target.template_metadata()
+    if template is not None:
+        metadata["template"] = template
+    return metadata
+
+
 def build_served_program(
     target: Target,
     *,
@@ -52,11 +60,16 @@ def build_served_program(
         fingerprint=compute_fingerprint(target, data, split, scorer),
         description=target.description,
         components=[
-            Component(name=name, kind=target.kind, description=target.description, text=text)  # type: ignore[arg-type]
+            Component(
+                name=name,
+                kind=target.kind,  # type: ignore[arg-type]
+                description=target.component_description(name),
+                text=text,
+            )
             for name, text in target.baseline.items()
         ],
         seeds=split.to_seeds(),
-        metadata={"dataset_size": len(data), "verifier": scorer.name},
+        metadata=_metadata(target, len(data), scorer.name),
     )
     return ServedProgram(
         target=target, dataset=data, splits=split, verifier=scorer, program=program

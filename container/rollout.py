@@ -16,14 +16,27 @@ from container.program import ServedProgram
 from container.results import AgentResult, coerce_result
 from container.target import Target, is_async_callable
 from container.task import Candidate, Task
-from schemas import RolloutRequest, RolloutResponse, Trace, Usage
+from schemas import RolloutRequest, RolloutResponse, TemplateError, Trace, Usage
 
 __all__ = ["call_target", "run_rollout"]
 
 
 async def run_rollout(served: ServedProgram, request: RolloutRequest) -> RolloutResponse:
-    """Run and score one rollout; caller faults raise ``RequestRejected`` (404/422)."""
+    """Run and score one rollout; caller faults raise ``RequestRejected`` (404/422).
+
+    A template candidate whose ``demos`` component does not parse is not run: it scores 0
+    with feedback saying why (a broken prompt is the candidate's failure, not the caller's).
+    """
     task, candidate = _resolve(served, request)
+    if served.target.template is not None:
+        try:
+            candidate = replace(
+                candidate, template_=served.target.template.with_components(candidate.components)
+            )
+        except TemplateError as exc:
+            return RolloutResponse(
+                reward=0.0, objectives={"reward": 0.0}, output=None, feedback=str(exc)
+            )
     started = time.perf_counter()
     value = await call_target(served.target, task, candidate)
     measured_ms = (time.perf_counter() - started) * 1000
@@ -34,7 +47,7 @@ async def run_rollout(served: ServedProgram, request: RolloutRequest) -> Rollout
         objectives={"reward": score.score},
         output=to_jsonable_python(result.output, fallback=str),
         feedback=score.feedback,
-        trace=_trace(result) if request.return_trace else Trace(),
+        trace=_trace(result, task) if request.return_trace else Trace(),
         usage=Usage(
             input_tokens=result.input_tokens or 0,
             output_tokens=result.output_tokens or 0,
@@ -88,9 +101,17 @@ def _resolve(served: ServedProgram, request: RolloutRequest) -> tuple[Task, Cand
     return task, candidate
 
 
-def _trace(result: AgentResult) -> Trace:
+def _task_event(task: Task) -> dict[str, Any]:
+    """The seed's input (and, on train seeds only, its label): what MIPRO builds demos from."""
+    event: dict[str, Any] = {"type": "task", "seed": task.name, "input": task.input}
+    if task.split == "train":
+        event["expected"] = task.expected
+    return event
+
+
+def _trace(result: AgentResult, task: Task) -> Trace:
     trace = result.trace or Trace()
-    events = list(trace.events)
+    events = [_task_event(task), *trace.events]
     if result.trace_id is not None or result.metadata:
         events.append(
             {"type": "agent_result", "trace_id": result.trace_id, "metadata": result.metadata or {}}

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas import COMPONENT_KINDS, UserError
+from schemas import COMPONENT_KINDS, PromptTemplate, UserError
+from schemas.template import DEMOS_COMPONENT, SYSTEM_COMPONENT
 
 __all__ = [
     "DEFAULT_COMPONENT",
@@ -30,6 +31,11 @@ __all__ = [
 
 DEFAULT_COMPONENT = "system_prompt"
 TargetFn = Callable[..., Any]
+DEMOS_DESCRIPTION = (
+    "Few-shot examples shown to the model before the task, as a JSON list of "
+    '{"input": ..., "output": "..."} objects (each input renders through the user template '
+    "{user_template!r}). Keep it a valid JSON list; an empty list [] means zero-shot."
+)
 
 
 @dataclass(frozen=True)
@@ -45,11 +51,28 @@ class Target:
     dataset: str | None = None
     version: str = ""
     module: str = ""
+    template: PromptTemplate | None = None
 
     @property
     def component_names(self) -> tuple[str, ...]:
         """The component names, in declaration order."""
         return tuple(self.baseline)
+
+    def component_description(self, name: str) -> str:
+        """What the optimizer is told about one component."""
+        if self.template is not None and name == DEMOS_COMPONENT:
+            return DEMOS_DESCRIPTION.format(user_template=self.template.user_template)
+        return self.description
+
+    def template_metadata(self) -> dict[str, Any] | None:
+        """How the components map onto a prompt template (``GET /program`` metadata)."""
+        if self.template is None:
+            return None
+        return {
+            "user_template": self.template.user_template,
+            "instruction_component": SYSTEM_COMPONENT,
+            "demos_component": DEMOS_COMPONENT,
+        }
 
 
 @dataclass
@@ -93,7 +116,7 @@ def optimize(
     id: str,
     kind: str = "prompt",
     description: str = "",
-    baseline: str | Mapping[str, str],
+    baseline: str | Mapping[str, str] | PromptTemplate,
     verifier: Any = None,
     dataset: str | Path | None = None,
     component: str = DEFAULT_COMPONENT,
@@ -103,7 +126,9 @@ def optimize(
     """Register the decorated function as an optimization target and return it unchanged.
 
     ``baseline`` is the starting text of one component (named ``component``, by default
-    ``system_prompt``) or a mapping of component name to text for a multi-component program.
+    ``system_prompt``), a mapping of component name to text for a multi-component program,
+    or a ``PromptTemplate``: then the components are ``system_prompt`` and ``demos`` and the
+    target reads the candidate's template as ``candidate.template``.
     ``verifier`` is a callable, a verifier JSON path, a ``module:function`` spec or a spec
     dict; ``dataset`` is the default ``--dataset``. Relative paths are resolved against the
     decorated function's file when they exist there. ``version`` is folded into the program
@@ -115,7 +140,8 @@ def optimize(
         raise UserError(
             f"@optimize(id={id!r}) has kind={kind!r}; allowed kinds: {', '.join(COMPONENT_KINDS)}"
         )
-    components = _components(id, baseline, component)
+    template = baseline if isinstance(baseline, PromptTemplate) else None
+    components = template.to_components() if template else _components(id, baseline, component)
 
     def decorate(fn: TargetFn) -> TargetFn:
         if not callable(fn):
@@ -130,6 +156,7 @@ def optimize(
             dataset=_resolve_path(fn, dataset) if dataset is not None else None,
             version=version,
             module=getattr(fn, "__module__", "") or "",
+            template=template,
         )
         (registry or default_registry).register(target)
         fn.__gepa_target__ = target  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import UserError
+from schemas import PromptTemplate, UserError
 
 __all__ = ["Candidate", "Task"]
 
@@ -49,6 +49,17 @@ class Candidate:
     components: Mapping[str, str]
     candidate_id: str = ""
     model: str | None = None
+    template_: PromptTemplate | None = None
+
+    @property
+    def template(self) -> PromptTemplate:
+        """The candidate as a prompt template (for targets declared with a ``PromptTemplate``)."""
+        if self.template_ is None:
+            raise UserError(
+                "candidate.template needs a target declared with "
+                "@optimize(baseline=PromptTemplate(...)); this one has plain components"
+            )
+        return self.template_
 
     @property
     def text(self) -> str:

@@ -57,9 +57,29 @@ from schemas.records import (
     content_hash,
     policy_key,
 )
+from schemas.template import (
+    DEMOS_COMPONENT,
+    SYSTEM_COMPONENT,
+    Demo,
+    PromptTemplate,
+    TemplateError,
+    demos_from_text,
+    demos_to_text,
+    render_messages,
+    task_fields,
+)
 
 __all__ = [
     "AUTO_LEVELS",
+    "DEMOS_COMPONENT",
+    "SYSTEM_COMPONENT",
+    "Demo",
+    "PromptTemplate",
+    "TemplateError",
+    "demos_from_text",
+    "demos_to_text",
+    "render_messages",
+    "task_fields",
     "COMPONENT_KINDS",
     "PHASES",
     "PROTOCOL",

@@ -204,7 +204,10 @@ async def test_trace_is_merged_and_can_be_left_out(
         empty = (await client.post("/rollout", json=_body(return_trace=False))).json()["trace"]
     assert [m["role"] for m in full["messages"]] == ["system", "assistant"]
     assert full["tool_calls"] == [{"name": "search", "arguments": {"q": "x"}}]
-    assert full["events"] == [{"type": "agent_result", "trace_id": "tr-9", "metadata": {"k": 1}}]
+    assert full["events"] == [
+        {"type": "task", "seed": "row-0", "input": "message 0", "expected": "card_arrival"},
+        {"type": "agent_result", "trace_id": "tr-9", "metadata": {"k": 1}},
+    ]
     assert empty == {"messages": [], "tool_calls": [], "events": []}
 
 
