@@ -34,7 +34,7 @@ TargetFn = Callable[..., Any]
 DEMOS_DESCRIPTION = (
     "Few-shot examples shown to the model before the task, as a JSON list of "
     '{"input": ..., "output": "..."} objects (each input renders through the user template '
-    "{user_template!r}). Keep it a valid JSON list; an empty list [] means zero-shot."
+    "USER_TEMPLATE). Keep it a valid JSON list; an empty list [] means zero-shot."
 )
 
 
@@ -61,7 +61,7 @@ class Target:
     def component_description(self, name: str) -> str:
         """What the optimizer is told about one component."""
         if self.template is not None and name == DEMOS_COMPONENT:
-            return DEMOS_DESCRIPTION.format(user_template=self.template.user_template)
+            return DEMOS_DESCRIPTION.replace("USER_TEMPLATE", repr(self.template.user_template))
         return self.description
 
     def template_metadata(self) -> dict[str, Any] | None:

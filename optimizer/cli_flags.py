@@ -137,6 +137,25 @@ FLAGS: tuple[Flag, ...] = (
         "stop after this many iterations without a new candidate (default 20)",
         int,
     ),
+    Flag(
+        "--num-instructions",
+        "num_instructions",
+        "mipro: instruction candidates, the baseline's included (default 6)",
+        int,
+    ),
+    Flag(
+        "--num-demo-sets",
+        "num_demo_sets",
+        "mipro: few-shot demo sets, the empty one included (default 6)",
+        int,
+    ),
+    Flag("--max-demos", "max_demos", "mipro: demos per demo set (default 4)", int),
+    Flag(
+        "--full-eval-every",
+        "full_eval_every",
+        "mipro: re-score the best on full train every N trials (default 5)",
+        int,
+    ),
 )
 
 

@@ -131,6 +131,7 @@ async def build_evidence(
     b = inputs.budget
     return {
         "run_id": inputs.run_id,
+        "method": inputs.config.get("method", "gepa"),
         "status": inputs.status,
         "started_at": inputs.started_at,
         "finished_at": time.time(),
@@ -219,6 +220,25 @@ async def build_evidence(
         ],
         "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
         "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
+        **({"mipro": _mipro_section(s, best)} if "mipro" in s.extra else {}),
+    }
+
+
+def _mipro_section(state: SearchState, best: str) -> dict[str, Any]:
+    """MIPRO's search space and trials; which (instruction, demo set) the best is."""
+    mipro = state.extra["mipro"]
+    trials = list(mipro.get("trials", []))
+    chosen = next((t for t in trials if t["candidate_id"] == best), None)
+    return {
+        "instructions": mipro.get("instructions", []),
+        "demo_sets": mipro.get("demo_sets", []),
+        "setup": mipro.get("setup", {}),
+        "trials": trials,
+        "best_params": (
+            {"instruction": chosen["instruction"], "demo_set": chosen["demo_set"]}
+            if chosen
+            else None
+        ),
     }
 
 

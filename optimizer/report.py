@@ -34,11 +34,41 @@ def promotion_summary(packet: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _mipro_lines(mipro: dict[str, Any]) -> list[str]:
+    setup = mipro.get("setup", {})
+    out = [
+        "",
+        "## MIPRO search",
+        "",
+        f"Demo pool: {setup.get('bootstrapped', 0)} bootstrapped (verified correct) + "
+        f"{setup.get('labelled', 0)} labelled train examples. Best parameters: "
+        f"{mipro.get('best_params') or 'n/a'}.",
+        "",
+        "| # | instruction (start) |",
+        "|---|---|",
+    ]
+    for i, text in enumerate(mipro.get("instructions", [])):
+        out.append(f"| {i} | {text[:120].replace(chr(10), ' ').replace('|', '/')} |")
+    out += ["", "| demo set | demos |", "|---|---|"]
+    out += [f"| {i} | {len(demos)} |" for i, demos in enumerate(mipro.get("demo_sets", []))]
+    out += [
+        "",
+        "| trial | instruction | demo set | minibatch score | paid |",
+        "|---|---|---|---|---|",
+    ]
+    for t in mipro.get("trials", []):
+        out.append(
+            f"| {t['trial']} | {t['instruction']} | {t['demo_set']} | {_pct(t['score'])} | {t['paid']} |"
+        )
+    return out
+
+
 def render_report(packet: dict[str, Any]) -> str:
     """Markdown report: verdict, scores, diff, lineage, per-seed wins, usage, traces."""
     best, base = packet["best"], packet["baseline"]
     out = [
-        f"# GEPA run {packet['run_id']}: {packet['program']['program_id']}",
+        f"# {packet.get('method', 'gepa').upper()} run {packet['run_id']}: "
+        f"{packet['program']['program_id']}",
         "",
         f"Status: **{packet['status']}**. Stop reason: {packet.get('stop_reason') or 'n/a'}.",
         "",
@@ -88,6 +118,8 @@ def render_report(packet: dict[str, Any]) -> str:
     ]
     for seed, winners in packet["frontier"]["train_seeds"].items():
         out.append(f"| {seed} | {', '.join(f'`{w}`' for w in winners) or '-'} |")
+    if "mipro" in packet:
+        out += _mipro_lines(packet["mipro"])
     usage = packet["usage"]
     out += [
         "",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,10 @@ import httpx
 
 from optimizer.budget import Budget, budget_floor, resolve_metric_calls, selection_reserve
 from optimizer.client import ContainerClient, RetryPolicy
-from optimizer.dispatch import ErrorGate, RolloutQueue
+from optimizer.dispatch import ErrorGate, RolloutQueue, SeedResult
 from optimizer.events import EventSink, Listener
 from optimizer.evidence import EvidenceInputs, write_evidence
+from optimizer.mipro import InstructionSource, MiproSearch, load_optuna, surface_for
 from optimizer.promotion import select_and_promote
 from optimizer.search import GepaSearch, ProposerLike, SearchDeps
 from optimizer.state import SearchState
@@ -129,6 +130,8 @@ class _Run:
 
     async def _with_program(self, client: ContainerClient, program: Program) -> RunResult:
         cfg, run_id = self.config, self.record.run_id
+        if cfg.method == "mipro":
+            load_optuna()  # fail before paying for the baseline when the extra is missing
         seeds = program.seeds
         if not seeds.train:
             raise UserError(
@@ -177,6 +180,9 @@ class _Run:
         state = SearchState(train_seeds=tuple(seeds.train))
         stored = self.record.state.get("proposals", {})
         state.proposals.update({str(k): v for k, v in stored.items()})
+        state.extra.update(
+            {k: v for k, v in self.record.state.items() if k not in ("proposals", "budget")}
+        )
         baseline = program.baseline()
         base = CandidateRecord(
             run_id=run_id,
@@ -192,7 +198,8 @@ class _Run:
 
         async def checkpoint() -> None:
             await self.workspace.update_run(
-                run_id, state={"proposals": state.proposals, "budget": budget.snapshot()}
+                run_id,
+                state={"proposals": state.proposals, "budget": budget.snapshot(), **state.extra},
             )
 
         policy = Policy(model=cfg.task_model)
@@ -223,25 +230,24 @@ class _Run:
                 },
             )
             await self.phase("searching")
-            search = GepaSearch(
-                SearchDeps(
-                    config=cfg,
-                    run_id=run_id,
-                    workspace=self.workspace,
-                    queue=queue,
-                    proposer=proposer,
-                    budget=budget,
-                    events=self.events,
-                    rng=self.rng,
-                    state=state,
-                    components=tuple(
-                        ComponentSpec(c.name, c.kind, c.description) for c in program.components
-                    ),
-                    description=program.description,
-                    checkpoint=checkpoint,
-                    proposer_cost=lambda: _proposer_usage(proposer).cost_usd,
-                )
+            deps = SearchDeps(
+                config=cfg,
+                run_id=run_id,
+                workspace=self.workspace,
+                queue=queue,
+                proposer=proposer,
+                budget=budget,
+                events=self.events,
+                rng=self.rng,
+                state=state,
+                components=tuple(
+                    ComponentSpec(c.name, c.kind, c.description) for c in program.components
+                ),
+                description=program.description,
+                checkpoint=checkpoint,
+                proposer_cost=lambda: _proposer_usage(proposer).cost_usd,
             )
+            search = _strategy(deps, program, base.candidate_id, train)
             try:
                 stop = await search.run()
             finally:
@@ -293,6 +299,26 @@ class _Run:
             evidence_dir=folder,
             evidence=packet,
         )
+
+
+def _strategy(
+    deps: SearchDeps, program: Program, baseline_id: str, train: Mapping[str, SeedResult]
+) -> GepaSearch | MiproSearch:
+    """The search of ``config.method`` over the shared deps."""
+    if deps.config.method == "gepa":
+        return GepaSearch(deps)
+    if not isinstance(deps.proposer, InstructionSource):
+        raise UserError(
+            f"--method mipro needs a proposer with instructions(); "
+            f"{type(deps.proposer).__name__} has none"
+        )
+    return MiproSearch(
+        deps,
+        surface=surface_for(program),
+        source=deps.proposer,
+        baseline_id=baseline_id,
+        baseline_train=train,
+    )
 
 
 def _merge_secrets(stored: dict[str, Any], given: RunConfig | None) -> RunConfig:

@@ -10,21 +10,15 @@ logged in the run state, so a resumed run replays earlier iterations from the wo
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Protocol
 
-from optimizer.budget import Budget
-from optimizer.dispatch import RolloutQueue, SeedResult
-from optimizer.events import EventSink
+from optimizer.deps import ProposerLike, SearchDeps, score_on_train
+from optimizer.dispatch import SeedResult
 from optimizer.frontier import complementary_pairs, sample_parent
 from optimizer.gate import gate_total, passes_gate
 from optimizer.minibatch import MinibatchSampler
-from optimizer.state import SearchState
 from proposer import (
     CandidateView,
-    ComponentSpec,
     Evaluation,
     MergeRequest,
     Proposal,
@@ -35,46 +29,13 @@ from schemas import (
     CandidateRecord,
     Origin,
     ProposerError,
-    RunConfig,
     candidate_id_for,
     content_hash,
 )
-from workspace import Workspace
 
 __all__ = ["GepaSearch", "ProposerLike", "SearchDeps"]
 
 MERGE_MINIBATCH = 6
-
-
-class ProposerLike(Protocol):
-    """What the search needs of a proposer (``proposer.Proposer`` is one)."""
-
-    async def propose(self, request: ProposalRequest) -> Proposal:
-        """A new candidate from a parent and its minibatch results."""
-        ...
-
-    async def merge(self, request: MergeRequest) -> Proposal:
-        """One candidate that keeps what two complementary candidates do well."""
-        ...
-
-
-@dataclass
-class SearchDeps:
-    """Everything the search uses, injected."""
-
-    config: RunConfig
-    run_id: str
-    workspace: Workspace
-    queue: RolloutQueue
-    proposer: ProposerLike
-    budget: Budget
-    events: EventSink
-    rng: random.Random
-    state: SearchState
-    components: tuple[ComponentSpec, ...]
-    description: str
-    checkpoint: Callable[[], Awaitable[None]]
-    proposer_cost: Callable[[], float]
 
 
 def _evaluations(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
@@ -339,27 +300,5 @@ class GepaSearch:
         return d.state.candidates[record.candidate_id]
 
     async def _full_train(self, candidate_id: str) -> None:
-        d = self._d
-        record = d.state.candidates[candidate_id]
-        results = await d.queue.evaluate(candidate_id, record.components, d.state.train_seeds)
-        async with self._lock:
-            previous = set(d.state.frontier.members())
-            frontier = d.state.set_train(candidate_id, {s: r.reward for s, r in results.items()})
-            self._merge_due = True
-            mean = d.state.train_mean(candidate_id)
-            best = d.state.best()
-        await d.workspace.save_frontier(
-            d.run_id, {s: list(w) for s, w in frontier.winners.items()}, dict(frontier.best)
-        )
-        await d.events.emit(
-            "scored", {"candidate_id": candidate_id, "split": "train", "mean": mean}
-        )
-        await d.events.emit(
-            "frontier",
-            {
-                "winners": {s: list(w) for s, w in frontier.winners.items()},
-                "coverage": frontier.coverage(),
-                "new": [c for c in frontier.members() if c not in previous],
-                "best": {"candidate_id": best[0], "mean": best[1]} if best else None,
-            },
-        )
+        await score_on_train(self._d, self._lock, candidate_id)
+        self._merge_due = True

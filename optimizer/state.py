@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from optimizer.frontier import Frontier, build_frontier, mean_score
 from schemas import CandidateRecord
@@ -29,6 +30,7 @@ class SearchState:
     proposals: dict[str, str | None] = field(default_factory=dict)  # iteration -> candidate or None
     frontier: Frontier = field(default_factory=lambda: Frontier(winners={}, best={}))
     best_history: list[tuple[float, str, float]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # a strategy's own state, checkpointed
 
     def add(self, record: CandidateRecord) -> None:
         """Register a candidate (idempotent)."""

@@ -21,6 +21,7 @@ from proposer.client import (
     ToolsUnsupported,
     resolve_endpoint,
 )
+from proposer.instructions import InstructionRequest, InstructionSet, TaskExample
 from proposer.pricing import PRICES, Price, price_for
 from proposer.proposer import Proposer
 from proposer.types import (
@@ -40,6 +41,8 @@ __all__ = [
     "ComponentSpec",
     "Endpoint",
     "Evaluation",
+    "InstructionRequest",
+    "InstructionSet",
     "MergeRequest",
     "ModelClient",
     "Price",
@@ -47,6 +50,7 @@ __all__ = [
     "ProposalRequest",
     "Proposer",
     "ProposerConfig",
+    "TaskExample",
     "ToolCall",
     "ToolsUnsupported",
     "price_for",

@@ -15,6 +15,7 @@ from proposer.agent import NoToolCalls, run_agent
 from proposer.brief import Brief, brief_for_merge, brief_for_proposal
 from proposer.client import ModelClient, ToolsUnsupported, UsageMeter
 from proposer.guards import check_candidate, unified_diff
+from proposer.instructions import InstructionRequest, InstructionSet, propose_instructions
 from proposer.textmode import run_text
 from proposer.types import MergeRequest, Proposal, ProposalRequest, ProposerConfig
 from schemas.exceptions import ProposerError
@@ -71,6 +72,12 @@ class Proposer:
             exc.usage = ModelUsage()  # type: ignore[attr-defined]
             raise
         return await self._run(brief)
+
+    async def instructions(self, request: InstructionRequest) -> InstructionSet:
+        """Instruction candidates for MIPRO, grounded in a summary of the data."""
+        result = await propose_instructions(self._client, request, self.config, self._rng)
+        self._total = self._total + result.usage
+        return result
 
     async def _run(self, brief: Brief) -> Proposal:
         meter = UsageMeter(self._client)

@@ -58,6 +58,11 @@ class RunConfig(BaseModel):
     max_error_rate: float = Field(default=0.25, ge=0, le=1)
     retry_base_delay_s: float = Field(default=0.5, ge=0)
     max_idle_iterations: int = Field(default=20, ge=1)
+    # MIPRO (--method mipro): the search space and how often the best is re-scored.
+    num_instructions: int = Field(default=6, ge=1, le=50)
+    num_demo_sets: int = Field(default=6, ge=1, le=50)
+    max_demos: int = Field(default=4, ge=0, le=32)
+    full_eval_every: int = Field(default=5, ge=1)
 
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:

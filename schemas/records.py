@@ -54,7 +54,7 @@ PHASES: tuple[str, ...] = (
     "failed",
 )
 RunStatus = Literal["created", "running", "completed", "failed", "cancelled"]
-Origin = Literal["seed", "mutation", "merge"]
+Origin = Literal["seed", "mutation", "merge", "mipro"]
 
 
 def _canonical(value: Any) -> str:

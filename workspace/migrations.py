@@ -137,7 +137,35 @@ _V2 = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2)
+# SQLite cannot alter a CHECK constraint: the table is rebuilt with the same columns.
+_V3 = Migration(
+    3,
+    "candidates may come from MIPRO (origin 'mipro')",
+    (
+        """CREATE TABLE candidates_v3 (
+            seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id         TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            candidate_id   TEXT NOT NULL,
+            content_hash   TEXT NOT NULL,
+            components     TEXT NOT NULL,
+            parents        TEXT NOT NULL DEFAULT '[]',
+            origin         TEXT NOT NULL CHECK (origin IN ('seed', 'mutation', 'merge', 'mipro')),
+            rationale      TEXT NOT NULL DEFAULT '',
+            diffs          TEXT NOT NULL DEFAULT '{}',
+            proposer_usage TEXT NOT NULL DEFAULT '{}',
+            created_at     REAL NOT NULL,
+            UNIQUE (run_id, candidate_id)
+        )""",
+        """INSERT INTO candidates_v3 (seq, run_id, candidate_id, content_hash, components, parents,
+            origin, rationale, diffs, proposer_usage, created_at)
+           SELECT seq, run_id, candidate_id, content_hash, components, parents, origin,
+            rationale, diffs, proposer_usage, created_at FROM candidates""",
+        "DROP TABLE candidates",
+        "ALTER TABLE candidates_v3 RENAME TO candidates",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

@@ -20,8 +20,25 @@ EXPECTED = re.compile(r"expected[\s'\"`]*([a-z]{3})\b", re.I)
 PROMPT = re.compile(r"Known labels: ([a-z, ]+)\.")
 
 
+CORRECT = re.compile(r"correct output: ([a-z]{3})\b")
+
+
+def _mipro_answer(text: str) -> str | None:
+    """Answers to MIPRO's dataset summary and instruction requests, else None."""
+    if "summarize this data" in text:
+        return "Riddles about animals; the output is the animal's three-letter label."
+    if "Write one new, complete instruction" not in text:
+        return None
+    labels = sorted(set(CORRECT.findall(text)))
+    body = f"Answer with the label. Known labels: {', '.join(labels)}." if labels else "Be precise."
+    return f"<<<COMPONENT system_prompt\n{body}\n>>>\nRATIONALE: name labels seen in the data"
+
+
 def _answer(messages: list[dict[str, Any]]) -> str:
     text = "\n".join(str(m.get("content") or "") for m in messages)
+    mipro = _mipro_answer(text)
+    if mipro is not None:
+        return mipro
     labels = sorted({m.lower() for m in EXPECTED.findall(text)} - {"the", "one"})
     known = set()
     for found in PROMPT.findall(text):

@@ -43,16 +43,20 @@ def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen[bytes] | N
 
 @contextlib.contextmanager
 def toy_container(
-    log: Path, *, extra: list[str] | None = None, env: dict[str, str] | None = None
+    log: Path,
+    *,
+    extra: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    module: str = "toy_container.py",
 ) -> Iterator[str]:
-    """``gepa-runtime container`` serving the toy target as a real process; yields its URL."""
+    """``gepa-runtime container`` serving a toy target as a real process; yields its URL."""
     port = free_port()
     cmd = [
         sys.executable,
         "-m",
         "optimizer.cli",
         "container",
-        str(FAKES / "toy_container.py"),
+        str(FAKES / module),
         "--dataset",
         str(FAKES / "toy_data.jsonl"),
         "--splits-file",
