@@ -23,6 +23,7 @@ from optimizer.cli_flags import (
     config_overrides,
 )
 from optimizer.embedded import absolute_paths, run_stored, stored_config
+from optimizer.mipro import load_optuna
 from optimizer.preflight import preflight, render_findings
 from optimizer.progress import ProgressBar
 from optimizer.report import promotion_summary
@@ -84,6 +85,8 @@ def check_runnable(config: RunConfig) -> None:
         raise UserError(
             f"no reflection model: pass --reflection-model MODEL (env GEPA_REFLECTION_MODEL); {OFFLINE_HINT}"
         )
+    if config.method == "mipro":
+        load_optuna()
 
 
 def _new_config(args: argparse.Namespace) -> RunConfig:

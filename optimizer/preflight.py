@@ -3,7 +3,7 @@
 Checks, in order: a task source is given; for ``--module`` the target, dataset, splits and
 verifier load (and the module is served in-process for the HTTP checks); every container
 answers ``GET /health`` with ``gepa-container/1`` and a valid ``GET /program`` with train
-and holdout seeds (the containers agreeing on it); the reflection model is configured and,
+and holdout seeds (the containers agreeing on it); MIPRO has Optuna and knows where the demos go; the reflection model is configured and,
 when its base URL is local, ``GET {base_url}/models`` answers; the budget covers the floor a
 run needs. Each problem carries its fix. No rollout and no completion is ever requested.
 """
@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from container import load_dataset, load_splits, load_target, load_verifier
 from optimizer.budget import budget_floor, resolve_metric_calls, selection_reserve
 from optimizer.embedded import EmbeddedContainer, module_spec
+from optimizer.mipro import load_optuna, surface_for
 from proposer import ProposerConfig, resolve_endpoint
 from schemas import PROTOCOL, Health, Program, RunConfig, UserError
 
@@ -212,6 +213,44 @@ class _Checker:
                 "make the splits disjoint, or the reported lift is not a heldout result",
             )
 
+    def method(self, program: Program | None) -> None:
+        if self.config.method == "gepa":
+            self.add("method", True, "gepa (reflective prompt evolution)")
+            return
+        try:
+            load_optuna()
+        except UserError as exc:
+            self.add(
+                "method",
+                False,
+                "mipro needs Optuna, which is not installed",
+                str(exc).split(": ", 1)[-1],
+            )
+            return
+        if program is None:
+            return
+        try:
+            surface = surface_for(program)
+        except UserError as exc:
+            self.add("method", False, str(exc), "fix the container's metadata.template")
+            return
+        if surface.demos is not None:
+            self.add(
+                "method",
+                True,
+                f"mipro: instructions in {surface.instruction!r}, demos in {surface.demos!r}",
+            )
+        else:
+            self.add(
+                "method",
+                True,
+                f"mipro: the program has no demos component, so demos are written into "
+                f"{surface.instruction!r} as text",
+                "declare the target with @optimize(baseline=PromptTemplate(...)) for real "
+                "few-shot messages",
+                warning=True,
+            )
+
     async def reflection(self) -> None:
         cfg = self.config
         try:
@@ -361,6 +400,7 @@ async def _run_checks(config: RunConfig, http: httpx.AsyncClient) -> list[Findin
         )
     if programs:
         checker.program(programs[0])
+    checker.method(programs[0] if programs else None)
     await checker.reflection()
     if programs:
         checker.budget(programs[0])

@@ -88,7 +88,11 @@ class PromptTemplate(BaseModel):
     @field_validator("user_template")
     @classmethod
     def _valid_template(cls, value: str) -> str:
-        if not placeholders(value):
+        try:
+            names = placeholders(value)
+        except TemplateError as exc:  # reported by pydantic with the field's name
+            raise ValueError(str(exc)) from None
+        if not names:
             raise ValueError("user_template needs at least one {placeholder}, e.g. '{input}'")
         return value
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas import Trial, WorkspaceError
+from schemas import CandidateRecord, Trial, WorkspaceError
 from workspace import MIGRATIONS, SCHEMA_VERSION, Workspace
 from workspace.migrations import APPLICATION_ID
 
@@ -48,6 +48,12 @@ def _old_file(root: Path, version: int) -> Path:
     )
     conn.execute(
         "INSERT INTO events (run_id, type, data, ts) VALUES ('run-old', 'done', '{\"n\": 1}', ?)",
+        (now,),
+    )
+    conn.execute(
+        "INSERT INTO candidates (run_id, candidate_id, content_hash, components, origin,"
+        " rationale, created_at) VALUES ('run-old', 'c1', 'h1', '{\"p\": \"x\"}', 'mutation',"
+        " 'old', ?)",
         (now,),
     )
     conn.close()
@@ -93,6 +99,15 @@ async def test_old_file_is_upgraded_with_its_data(tmp_path: Path, start: int) ->
         )  # fmt: skip
         await ws.link_trials("run-old", [trial])
         assert await ws.count_trials("run-old") == {"paid": 0, "cached": 1, "errors": 0}
+        old = await ws.get_candidate("run-old", "c1")
+        assert (old.components, old.origin, old.rationale) == ({"p": "x"}, "mutation", "old")
+        await ws.add_candidate(
+            CandidateRecord(
+                run_id="run-old", candidate_id="c2", content_hash="h2", components={"p": "y"},
+                parents=["c1"], origin="mipro",
+            )
+        )  # fmt: skip
+        assert [c.origin for c in await ws.list_candidates("run-old")] == ["mutation", "mipro"]
     assert _pragma(db, "user_version") == SCHEMA_VERSION
     assert _pragma(db, "integrity_check") == "ok"
 
