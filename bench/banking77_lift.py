@@ -1,6 +1,6 @@
 """Banking77 lift on the local models: baseline vs best heldout accuracy, per budget.
 
-    .venv/bin/python bench/banking77_lift.py [--auto light] [--seed 0] [--reflection 1.5b]
+    .venv/bin/python bench/banking77_lift.py [--method gepa|mipro] [--auto light] [--seed 0]
 
 Runs the README's main job (examples/banking77/main_job.py: local Qwen2.5-Coder 0.5B student,
 1.5B reflection in text mode, 24 train / 40 holdout queries) in a fresh workspace with a fixed
@@ -32,6 +32,7 @@ def main() -> int:
     parser.add_argument("--auto", default="light", choices=("light", "medium", "heavy"))
     parser.add_argument("--max-metric-calls", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--method", default="gepa", choices=("gepa", "mipro"))
     parser.add_argument("--reflection", default="1.5b", choices=("0.5b", "1.5b"))
     parser.add_argument("--train-size", type=int, default=24)
     parser.add_argument("--holdout-size", type=int, default=40)
@@ -42,6 +43,8 @@ def main() -> int:
         str(workspace),
         "--seed",
         str(args.seed),
+        "--method",
+        args.method,
         "--reflection",
         args.reflection,
         "--train-size",
@@ -65,7 +68,7 @@ def main() -> int:
     promo = p["promotion"]
     print()
     print(
-        f"Banking77 lift: {args.train_size} train / {args.holdout_size} holdout, seed {args.seed}, "
+        f"Banking77 lift ({args.method}): {args.train_size} train / {args.holdout_size} holdout, seed {args.seed}, "
         f"budget {args.max_metric_calls or '--auto ' + args.auto}, reflection {args.reflection}"
     )
     print(f"  baseline heldout accuracy : {p['baseline']['holdout']:.3f}")

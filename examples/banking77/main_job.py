@@ -122,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--auto", choices=("light", "medium", "heavy"), default="light")
     parser.add_argument("--max-metric-calls", type=int, default=None, help="overrides --auto")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--method", choices=("gepa", "mipro"), default="gepa", help="optimizer (default gepa)"
+    )
     parser.add_argument("--workspace", default=str(ROOT / ".gepa"))
     parser.add_argument(
         "--console-port", type=int, default=None, help="default: 8700 or a free port"
@@ -190,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 *models["extra"],
                 "--seed",
                 str(args.seed),
+                "--method",
+                args.method,
                 *budget,
             ]
             code = subprocess.run(run_cmd, cwd=ROOT, env=env).returncode

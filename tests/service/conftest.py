@@ -1,5 +1,6 @@
 """Fixtures of the service tests: the toy container in-process, the scripted reflection model
-in a thread, and the service app driven through ``httpx.ASGITransport`` with its lifespan."""
+in a thread, the service app driven through ``httpx.ASGITransport`` with its lifespan, and a
+headless Chromium for the console tests."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from container import load_target
 from optimizer.service import ServiceSettings, create_app
 from tests.fakes.reflection_server import create_app as reflection_app
 from tests.fakes.servers import FAKES, thread_server
+from tests.service.console import chromium
 
 TOY_URL = "http://toy-container"
 
@@ -34,6 +36,13 @@ def toy_app() -> Any:
     """The toy task container as an ASGI app (served in-process, no socket)."""
     target = load_target(str(FAKES / "toy_container.py"))
     return container_app(target, dataset=FAKES / "toy_data.jsonl", splits=FAKES / "toy_splits.json")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium per test module (see :mod:`tests.service.console`)."""
+    with chromium() as launched:
+        yield launched
 
 
 def run_config(reflection_url: str, *, container: str = TOY_URL, **extra: Any) -> dict[str, Any]:

@@ -1,68 +1,23 @@
-"""The live console in headless Chromium (Debian's ``chromium`` driven by ``playwright``).
+"""The live console in headless Chromium (see :mod:`tests.service.console` for what it needs).
 
-Needs ``apt-get install -y chromium`` and ``pip install -e '.[browser]'`` (never
-``playwright install``). Without them the tests skip, unless ``GEPA_REQUIRE_BROWSER=1``.
 ``GEPA_UPDATE_SCREENSHOT=1`` also writes the finished run page to ``docs/console.png``.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.fakes.servers import ROOT, toy_container
 from tests.service.conftest import run_config
+from tests.service.console import TOKEN, create_run
 from tests.service.processes import serve_process
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-TOKEN = "console-token-42"
-
-
-def _unavailable(reason: str) -> NoReturn:
-    if os.environ.get("GEPA_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"GEPA_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One headless Chromium for the module."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("playwright is not installed: pip install -e '.[browser]'")
-    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
-        _unavailable("Debian's chromium is not installed: apt-get install -y chromium")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-def _create(url: str, config: dict[str, Any]) -> str:
-    response = httpx.post(
-        f"{url}/api/runs", json={"config": config}, headers={"Authorization": f"Bearer {TOKEN}"}
-    )
-    assert response.status_code == 201, response.text
-    return str(response.json()["run_id"])
 
 
 def test_console_updates_live_without_reload(
@@ -72,7 +27,7 @@ def test_console_updates_live_without_reload(
         toy_container(tmp_path / "calls.log", env={"TOY_DELAY": "0.05"}) as container,
         serve_process(tmp_path / "ws", token=TOKEN, extra=["--heartbeat", "1"]) as (url, _),
     ):
-        run_id = _create(url, run_config(reflection_url, container=container, concurrency=2))
+        run_id = create_run(url, run_config(reflection_url, container=container, concurrency=2))
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -144,7 +99,7 @@ def test_console_says_when_the_runner_goes_quiet_and_asks_for_a_token(
             tmp_path / "ws", token=TOKEN, extra=["--heartbeat", "0.5", "--quiet-after", "1.5"]
         ) as (url, _),
     ):
-        run_id = _create(url, run_config(reflection_url, container=container, concurrency=1))
+        run_id = create_run(url, run_config(reflection_url, container=container, concurrency=1))
         httpx.post(f"{url}/api/runs/{run_id}/start", headers={"Authorization": f"Bearer {TOKEN}"})
         page = browser.new_page()
         page.goto(f"{url}/runs/{run_id}")

@@ -14,6 +14,7 @@
     candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: {}, iterations: 0, rejected: 0,
     startedAt: null, lastEventAt: null, lastSeq: 0, serverOffset: 0, lastBeat: null, quietAfter: 30, ended: false,
     program: null, stopReason: null, evidenceLoaded: false, feedOffset: 0, feedBusy: false, feedAgain: false,
+    method: "gepa", mipro: Mipro.state(),
   };
   let stream = null, dirty = false, failedPhase = null;
 
@@ -71,7 +72,7 @@
       case "candidate": {
         const c = candidate(d.candidate_id);
         Object.assign(c, { parents: d.parents || [], origin: d.origin, rationale: d.rationale, iteration: d.iteration });
-        activity(ev.ts, `iteration ${d.iteration}: new ${d.origin} `, cid(d.candidate_id), d.rationale ? ` — ${d.rationale.slice(0, 140)}` : "");
+        activity(ev.ts, `${d.origin === "mipro" ? "trial" : "iteration"} ${d.iteration}: new ${d.origin} `, cid(d.candidate_id), d.rationale ? ` — ${d.rationale.slice(0, 140)}` : "");
         break;
       }
       case "gate":
@@ -97,6 +98,12 @@
         break;
       case "skipped": activity(ev.ts, `iteration ${d.iteration}: skipped, ${d.reason}`); break;
       case "search_stopped": S.stopReason = d.reason; activity(ev.ts, `search stopped: ${d.reason}`); break;
+      case "mipro_setup":
+      case "trial": {
+        const line = Mipro.fold(S.mipro, ev);
+        if (line) activity(ev.ts, ...line);
+        break;
+      }
       case "promotion": activity(ev.ts, d.promoted ? "best candidate promoted" : "best candidate not promoted", ` (lift ${fmt(d.lift)})`); break;
       default: break;
     }
@@ -110,6 +117,9 @@
     dirty = true;
     (document.hidden ? (f) => setTimeout(f, 200) : requestAnimationFrame)(render);
   }
+
+  /** A MIPRO run by its config, or by its events (a run created before configs named the method). */
+  function isMipro() { return S.method === "mipro" || S.mipro.trials.size > 0 || S.mipro.setup !== null; }
 
   function serverNow() { return Date.now() / 1000 - S.serverOffset; }
 
@@ -135,7 +145,8 @@
     $("best").replaceChildren(S.best ? document.createTextNode(fmt(S.best.mean)) : "–");
     $("best-foot").replaceChildren("baseline ", fmt(S.baseline && S.baseline.mean), S.best ? " · " : "", S.best ? cid(S.best.candidate_id) : "");
     $("ncand").textContent = S.candidates.size;
-    $("cand-foot").textContent = `${S.iterations} iterations · ${S.rejected} proposals rejected`;
+    const mipro = isMipro();
+    $("cand-foot").textContent = mipro ? `${S.mipro.trials.size} trials` : `${S.iterations} iterations · ${S.rejected} proposals rejected`;
     const members = Object.entries(S.coverage).sort((a, b) => b[1] - a[1]);
     $("coverage").replaceChildren(String(members.length || 1), " ", el("small", {}, members.length > 1 ? "candidates" : "candidate"));
     $("coverage-foot").replaceChildren(...(members.length
@@ -145,6 +156,12 @@
     Widgets.chart($("chart"), Object.assign({}, S, { now: S.ended || S.status !== "running" ? S.lastEventAt : serverNow() }));
     Widgets.frontier($("frontier"), S);
     Widgets.candidates(document.querySelector("#candidates tbody"), S);
+    $("method").hidden = false;
+    $("method").textContent = mipro ? "MIPRO" : "GEPA";
+    $("method").title = mipro ? "method: MIPRO (instruction and demo set search over Optuna trials)" : "method: GEPA (reflective prompt evolution)";
+    $("mipro").hidden = !mipro;
+    $("feed-title").textContent = mipro ? "Rollouts" : "Trials";  // on a MIPRO page "Trials" are the Optuna trials
+    if (mipro) Mipro.render($, S.mipro);
     $("start").hidden = !(["created", "failed", "cancelled"].includes(S.status) || (S.status === "running" && !S.active && S.lastBeat));
     $("start").textContent = S.status === "created" ? "Start run" : "Resume run";
     $("cancel").hidden = !S.active;
@@ -191,7 +208,7 @@
         for (const t of page.rollouts) feed.prepend(trialRow(t, page.rollouts.length < 40));
         while (feed.children.length > FEED_MAX) feed.lastChild.remove();
         S.feedOffset += page.rollouts.length;
-        $("trials-aside").textContent = `${page.total} trials · newest first · click one to open its trace`;
+        $("trials-aside").textContent = `${page.total} ${isMipro() ? "rollouts" : "trials"} · newest first · click one to open its trace`;
         if (page.rollouts.length < FEED_PAGE) break;
       }
     } catch (err) {
@@ -288,6 +305,7 @@
     try {
       const view = await api(`/api/runs/${encodeURIComponent(runId)}`);
       Object.assign(S, { status: view.status, phase: view.phase, active: view.active, error: view.error });
+      S.method = view.config.method || "gepa";
       Object.assign(S.budget, view.budget);
       const cfg = view.config;
       const source = (cfg.containers || []).join(", ") || `module ${cfg.module}`;
