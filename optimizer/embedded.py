@@ -94,10 +94,16 @@ class EmbeddedContainer:
     """A ``--module`` target served on 127.0.0.1 by uvicorn inside the current event loop."""
 
     def __init__(
-        self, config: RunConfig, *, token: str | None = None, host: str = "127.0.0.1"
+        self,
+        config: RunConfig,
+        *,
+        token: str | None = None,
+        host: str = "127.0.0.1",
+        app: Any = None,
     ) -> None:
         self._config = config
         self._token = token
+        self._app = app  # an ASGI app built by the caller (the Python API), else the module
         self._host = host
         self._server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -106,6 +112,8 @@ class EmbeddedContainer:
 
     def build_app(self) -> Any:
         """Load the target, dataset, splits and verifier; errors are ``UserError``s."""
+        if self._app is not None:
+            return self._app
         cfg = self._config
         target = load_target(module_spec(cfg))
         self.program_id = target.id
@@ -142,9 +150,8 @@ class EmbeddedContainer:
             if self._task.done():
                 sock.close()
                 error = self._task.exception() if not self._task.cancelled() else None
-                raise UserError(
-                    f"the embedded container for {module_spec(self._config)} did not start: {error}"
-                )
+                what = "the in-process app" if self._app is not None else module_spec(self._config)
+                raise UserError(f"the embedded container for {what} did not start: {error}")
             await asyncio.sleep(0.01)
         self.url = f"http://{self._host}:{port}"
         return self.url
