@@ -8,7 +8,7 @@ minibatch through the rollout queue (cache first, budget booked), and tells TPE 
 Every ``full_eval_every`` trials the best-so-far by minibatch mean is scored on the full
 train split, which feeds the frontier that heldout selection reads; the search ends on the
 budget (keeping room for a last full evaluation) or after ``max_idle_iterations`` trials in a
-row that paid for nothing (the space is fully cached).
+row that only repeated (candidate, seed) pairs this search had already scored.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class MiproSearch:
         self.instructions: list[str] = []
         self.demo_sets: list[tuple[Demo, ...]] = []
         self.trials: list[dict[str, Any]] = []
+        self._seen: set[tuple[str, str]] = set()  # (candidate, seed) scored in this search
 
     async def run(self) -> str:
         """Set up, search, make sure the best is fully scored; returns why it stopped."""
@@ -219,7 +220,11 @@ class MiproSearch:
         return record
 
     async def _trial(self, ask: Ask, tpe: TrialSampler) -> int:
-        """One trial; returns how many of its rollouts were paid for."""
+        """One trial; returns how many of its (candidate, seed) pairs are new to this search.
+
+        New, not paid: a resumed run replays its earlier trials from the cache, and those
+        are progress through the search, not a sign that the space is exhausted.
+        """
         d = self._d
         number = len(self.trials) + 1
         record = await self._candidate(number, ask.instruction, ask.demo_set)
@@ -244,7 +249,10 @@ class MiproSearch:
         }
         self.trials.append(trial)
         await d.events.emit("trial", trial)
-        return paid
+        pairs = {(record.candidate_id, seed) for seed in minibatch}
+        new = len(pairs - self._seen)
+        self._seen |= pairs
+        return new
 
     def _best(self) -> dict[str, Any] | None:
         """The candidate with the best mean over all its minibatch rollouts (earliest on ties)."""

@@ -81,7 +81,8 @@ def test_mipro_run_writes_a_packet_whose_best_template_carries_demos(tmp_path: P
         first = _cli("run", *flags, "--quiet")
         assert first.returncode == 0, first.stdout + first.stderr
         packet = _packet(root)
-        calls = len(rollout_calls(log))
+        first_calls = rollout_calls(log)
+        calls = len(first_calls)
 
         again = _cli("run", *flags, "--quiet")
         assert again.returncode == 0, again.stdout + again.stderr
@@ -97,7 +98,12 @@ def test_mipro_run_writes_a_packet_whose_best_template_carries_demos(tmp_path: P
     assert packet["rollouts"]["paid"] == calls <= 260
     report = (root / "runs" / packet["run_id"] / "report.md").read_text()
     assert report.startswith("# MIPRO run") and "## MIPRO search" in report
-    # The same run again is served from the cache: no container call, the same best.
-    assert len(rollout_calls(log)) == calls
-    assert repeat["run_id"] != packet["run_id"] and repeat["rollouts"]["paid"] == 0
-    assert repeat["best"]["candidate_id"] == best["candidate_id"]
+    # The same run again replays the same trials from the cache and pays for none of them;
+    # cache hits are free, so it has budget left to go on with trials of its own.
+    later = rollout_calls(log)[calls:]
+    assert not set(later) & set(first_calls), "a cached (candidate, seed) reached the container"
+    assert repeat["run_id"] != packet["run_id"]
+    replayed = repeat["mipro"]["trials"][: len(mipro["trials"])]
+    assert replayed == [{**t, "paid": 0} for t in mipro["trials"]]
+    assert repeat["rollouts"]["paid"] == len(later)
+    assert repeat["rollouts"]["cached"] >= packet["rollouts"]["paid"]
