@@ -14,6 +14,7 @@ with ``create_app(target, dataset=...)``.
 from __future__ import annotations
 
 from container.app import create_app, served_program
+from container.chat import ChatTarget
 from container.dataset import Dataset, load_dataset
 from container.fingerprint import compute_fingerprint
 from container.loader import load_target
@@ -36,6 +37,7 @@ from schemas.exceptions import Retryable
 __all__ = [
     "AgentResult",
     "Candidate",
+    "ChatTarget",
     "Dataset",
     "Registry",
     "Retryable",
