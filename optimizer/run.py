@@ -1,9 +1,10 @@
 """Run lifecycle: one config in, a result out.
 
 Phases: ``evaluating_baseline -> searching -> evaluating_best -> finalizing -> completed``
-(or ``failed``), each transition an event. ``run_optimization`` creates a run or resumes one
-by id; a resumed run replays its logged iterations from the workspace and pays for no
-finished rollout twice.
+(or ``failed``), each transition an event. ``config.method`` picks the search of the
+``searching`` phase (``GepaSearch`` or ``MiproSearch``); every other phase is shared.
+``run_optimization`` creates a run or resumes one by id; a resumed run replays its logged
+iterations from the workspace and pays for no finished rollout twice.
 """
 
 from __future__ import annotations
