@@ -24,15 +24,16 @@ __all__ = ["call_target", "run_rollout"]
 async def run_rollout(served: ServedProgram, request: RolloutRequest) -> RolloutResponse:
     """Run and score one rollout; caller faults raise ``RequestRejected`` (404/422).
 
-    A template candidate whose ``demos`` component does not parse is not run: it scores 0
-    with feedback saying why (a broken prompt is the candidate's failure, not the caller's).
+    A template candidate whose ``demos`` component does not parse, or holds a demo whose
+    input does not fit the user template, is not run: it scores 0 with feedback saying why
+    (a broken prompt is the candidate's failure, not an infrastructure fault to retry).
     """
     task, candidate = _resolve(served, request)
     if served.target.template is not None:
         try:
-            candidate = replace(
-                candidate, template_=served.target.template.with_components(candidate.components)
-            )
+            template = served.target.template.with_components(candidate.components)
+            template.check_demos()
+            candidate = replace(candidate, template_=template)
         except TemplateError as exc:
             return RolloutResponse(
                 reward=0.0, objectives={"reward": 0.0}, output=None, feedback=str(exc)

@@ -113,6 +113,14 @@ class PromptTemplate(BaseModel):
             update["demos"] = demos_from_text(components[DEMOS_COMPONENT])
         return self.model_copy(update=update)
 
+    def check_demos(self) -> None:
+        """Raise ``TemplateError`` naming the first demo whose input does not fit the template."""
+        for i, demo in enumerate(self.demos):
+            try:
+                _fill(self.user_template, task_fields(demo.input))
+            except TemplateError as exc:
+                raise TemplateError(f"component {DEMOS_COMPONENT!r} item {i}: {exc}") from None
+
     def save(self, path: str | Path) -> Path:
         """Write the template as JSON; returns the path."""
         target = Path(path)
@@ -143,8 +151,8 @@ def _fill(user_template: str, fields: Mapping[str, Any]) -> str:
     if missing:
         have = ", ".join(sorted(fields)) or "none"
         raise TemplateError(
-            f"user_template needs field(s) {', '.join(missing)} but the task has: {have}; "
-            "change the template's placeholders or the dataset's input fields"
+            f"user_template {user_template!r} needs field(s) {', '.join(missing)} but the "
+            f"input has: {have}; change the template's placeholders or the input's fields"
         )
     return user_template.format_map({k: v for k, v in fields.items()})
 

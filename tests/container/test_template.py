@@ -41,7 +41,7 @@ def test_a_plain_input_fills_the_input_placeholder_and_braces_can_be_literal() -
 
 
 def test_render_names_the_missing_field_and_what_the_task_has() -> None:
-    with pytest.raises(TemplateError, match=r"needs field\(s\) unit but the task has: question"):
+    with pytest.raises(TemplateError, match=r"needs field\(s\) unit but the input has: question"):
         TEMPLATE.render({"question": "1 + 1?"})
 
 
@@ -138,6 +138,8 @@ async def test_template_target_serves_components_metadata_and_renders_candidates
         zero = await roll("[]")
         helped = await roll(json.dumps([{"input": "other", "output": expected}]))
         broken = await roll("[{not json")
+        # A demo whose input lacks the template's field (as a proposer may write it).
+        misfit = await roll(json.dumps([{"input": {"text": "x"}, "output": expected}]))
     assert (zero["reward"], helped["reward"]) == (0.0, 1.0)
     assert helped["trace"]["events"][0] == {
         "type": "task",
@@ -146,6 +148,10 @@ async def test_template_target_serves_components_metadata_and_renders_candidates
         "expected": expected,
     }
     assert broken["reward"] == 0.0 and "not valid JSON" in str(broken["feedback"])
+    assert misfit["reward"] == 0.0
+    assert "'demos' item 0: user_template 'Item: {input}' needs field(s) input" in str(
+        misfit["feedback"]
+    )
 
 
 def test_user_template_is_part_of_the_fingerprint(dataset: Path) -> None:
