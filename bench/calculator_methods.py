@@ -1,6 +1,6 @@
 """The calculator ReAct example optimized by GEPA and by MIPRO on the local models.
 
-    .venv/bin/python bench/calculator_methods.py [--max-metric-calls 200] [--seed 0]
+    .venv/bin/python bench/calculator_methods.py [--max-metric-calls 200] [--seed 0] [--methods gepa,mipro]
 
 Starts the local Qwen2.5-Coder models (0.5B student, 1.5B reflection), serves
 ``examples/calculator`` against the student, runs ``gepa-runtime optimize run`` once per
@@ -56,6 +56,7 @@ def main() -> int:
     )
     parser.add_argument("--max-metric-calls", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", default="gepa,mipro", help="comma-separated, run in order")
     args = parser.parse_args()
     install_models(student=True, reflection="1.5b")
     workspace = Path(tempfile.mkdtemp(prefix="calc-methods-"))
