@@ -85,11 +85,12 @@ class MiproSearch:
                     stop = "metric-call budget reached (room kept for the best's full train evaluation)"
                     break
                 self._d.budget.check_search()
-                paid = await self._trial(tpe.ask(), tpe)
-                idle = 0 if paid else idle + 1
+                new = await self._trial(tpe.ask(), tpe)
+                idle = 0 if new else idle + 1
                 if idle >= self._d.config.max_idle_iterations:
                     stop = (
-                        f"{idle} trials in a row found every rollout cached (search space covered)"
+                        f"{idle} trials in a row only repeated rollouts this search already "
+                        "had (search space covered)"
                     )
                     break
                 if len(self.trials) % self._d.config.full_eval_every == 0:

@@ -223,3 +223,29 @@ async def test_mipro_run_is_reproducible_for_a_seed_and_uses_the_runtime(tmp_pat
     assert first["best"]["origin"] == "mipro" and first["method"] == "mipro"
     assert first["best"]["candidate_id"] in {t["candidate_id"] for t in mipro["trials"]}
     assert all(t["paid"] <= 4 for t in mipro["trials"])
+
+
+async def test_search_stops_once_trials_only_repeat_what_it_scored(tmp_path: Path) -> None:
+    target = load_target(str(FAKES / "toy_template_container.py"))
+    app = create_app(target, splits=FAKES / "toy_splits.json")
+    config = RunConfig(
+        containers=["http://toy"], reflection_model="fake", method="mipro",
+        max_metric_calls=5000, minibatch_size=4, num_instructions=1, num_demo_sets=1,
+        max_idle_iterations=3, seed=0,
+    )  # fmt: skip
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport) as http:
+        result = await run_optimization(
+            config,
+            workspace=tmp_path,
+            proposer=Instructions(),
+            http=http,  # type: ignore[arg-type]
+        )
+    packet = result.evidence
+    trials = packet["mipro"]["trials"]
+    # One candidate (the baseline): 6 trials cover the 24 train seeds, then 3 idle ones.
+    assert len(trials) == 9 and {t["candidate_id"] for t in trials} == {
+        packet["baseline"]["candidate_id"]
+    }
+    assert "search space covered" in packet["stop_reason"]
+    assert all(t["paid"] == 0 for t in trials)  # the baseline's train rollouts were cached
