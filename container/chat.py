@@ -9,13 +9,41 @@ optimizer retries), so the client does not retry itself.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from openai import AsyncOpenAI
 
 from container.results import AgentResult
 from container.task import Candidate, Task
 
-__all__ = ["ChatTarget"]
+__all__ = ["ChatTarget", "StudentEndpoint", "student_from_env"]
+
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
+@dataclass(frozen=True)
+class StudentEndpoint:
+    """Which student model a container calls, where, and with which key."""
+
+    model: str
+    base_url: str | None
+    api_key: str
+
+
+def student_from_env(environ: Mapping[str, str] | None = None) -> StudentEndpoint:
+    """From ``GEPA_STUDENT_MODEL``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
+
+    The default model is ``student`` (the alias of ``gepa-runtime models serve``) for a
+    local endpoint or without a key, else ``gpt-4o-mini``; a missing key becomes ``local``.
+    """
+    env = os.environ if environ is None else environ
+    key = env.get("OPENAI_API_KEY") or ""
+    base_url = env.get("OPENAI_BASE_URL") or None
+    local = base_url is not None and urlsplit(base_url).hostname in _LOCAL_HOSTS
+    default = "gpt-4o-mini" if key and not local else "student"
+    return StudentEndpoint(env.get("GEPA_STUDENT_MODEL") or default, base_url, key or "local")
 
 
 class ChatTarget:

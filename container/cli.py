@@ -12,6 +12,8 @@ import argparse
 import asyncio
 import os
 import socket
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -20,7 +22,7 @@ from container.app import create_app
 from container.loader import load_target
 from schemas import UserError
 
-__all__ = ["add_parser", "serve"]
+__all__ = ["add_parser", "serve", "serve_until_stopped"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -101,6 +103,23 @@ async def serve(
     await server.serve()
     if not server.announced:
         raise UserError(f"could not listen on {host}:{port} (see the log above)")
+
+
+def serve_until_stopped(
+    build: Callable[[], Any], program_id: str, *, host: str, port: int, log_level: str
+) -> int:
+    """Build the app and serve it: the exit code of a ``python -m`` container entry point.
+
+    2 with the message for a ``UserError`` (bad flags, data, settings), 130 on Ctrl-C.
+    """
+    try:
+        asyncio.run(serve(build(), program_id, host=host, port=port, log_level=log_level))
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
 
 
 class _AnnouncingServer(uvicorn.Server):

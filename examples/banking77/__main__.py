@@ -9,17 +9,15 @@ comes from ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` (``gepa-runtime models serve``
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from container.cli import serve
+from container.cli import serve_until_stopped
 from examples.banking77.agent import StudentSettings
 from examples.banking77.data import SampleConfig
 from examples.banking77.program import PROGRAM_ID, create_banking77_app
-from schemas import UserError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,21 +44,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = StudentSettings.from_env()
     if args.model:
         settings = replace(settings, model=args.model)
-    try:
-        app = create_banking77_app(
+    return serve_until_stopped(
+        lambda: create_banking77_app(
             settings=settings,
             sample=SampleConfig(args.train_size, args.holdout_size, args.seed),
             token=args.token or None,
-        )
-        asyncio.run(
-            serve(app, PROGRAM_ID, host=args.host, port=args.port, log_level=args.log_level)
-        )
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0
+        ),
+        PROGRAM_ID,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+    )
 
 
 if __name__ == "__main__":

@@ -9,20 +9,18 @@ does not retry.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from openai import AsyncOpenAI
 
 from container import AgentResult, Candidate, Task
+from container.chat import student_from_env
 from examples.banking77.labels import parse_label
 
 __all__ = ["Banking77Agent", "StudentSettings", "build_messages", "system_message"]
 
-_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 # USD per million (input, output) tokens, for the spend the optimizer caps.
 _PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4.1-mini": (0.40, 1.60), "gpt-4.1-nano": (0.10, 0.40)}
 
@@ -45,16 +43,8 @@ class StudentSettings:
         The default model is ``student`` (the alias of ``gepa-runtime models serve``) for a
         local endpoint or without a key, else ``gpt-4o-mini``.
         """
-        env = os.environ if environ is None else environ
-        key = env.get("OPENAI_API_KEY") or ""
-        base_url = env.get("OPENAI_BASE_URL") or None
-        local = base_url is not None and urlsplit(base_url).hostname in _LOCAL_HOSTS
-        default = "gpt-4o-mini" if key and not local else "student"
-        return cls(
-            model=env.get("GEPA_STUDENT_MODEL") or default,
-            base_url=base_url,
-            api_key=key or "local",
-        )
+        endpoint = student_from_env(environ)
+        return cls(model=endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key)
 
     def client(self) -> AsyncOpenAI:
         """An ``AsyncOpenAI`` client for these settings (no client-side retries)."""

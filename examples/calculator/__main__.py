@@ -10,13 +10,12 @@ prints them). The shipped splits (24 train, 16 holdout) are served unless ``--sp
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from container.cli import serve
+from container.cli import serve_until_stopped
 from examples.calculator.program import PROGRAM_ID, SPLITS_FILE, create_calculator_app
 from examples.calculator.settings import AgentSettings
 from schemas import UserError
@@ -46,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
-    try:
+
+    def build() -> object:
         settings = AgentSettings.from_env()
         if args.model:
             settings = replace(settings, model=args.model)
@@ -56,18 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings = replace(settings, max_steps=args.max_steps)
         if args.native_tools:
             settings = replace(settings, native_tools=True)
-        app = create_calculator_app(
+        return create_calculator_app(
             settings=settings, token=args.token or None, splits=args.splits_file
         )
-        asyncio.run(
-            serve(app, PROGRAM_ID, host=args.host, port=args.port, log_level=args.log_level)
-        )
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0
+
+    return serve_until_stopped(
+        build, PROGRAM_ID, host=args.host, port=args.port, log_level=args.log_level
+    )
 
 
 if __name__ == "__main__":

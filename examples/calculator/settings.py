@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from openai import AsyncOpenAI
 
+from container.chat import student_from_env
 from schemas import UserError
 
 __all__ = ["AgentSettings"]
 
-_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
 
@@ -47,10 +46,7 @@ class AgentSettings:
         local endpoint or without a key, else ``gpt-4o-mini``.
         """
         env = os.environ if environ is None else environ
-        key = env.get("OPENAI_API_KEY") or ""
-        base_url = env.get("OPENAI_BASE_URL") or None
-        local = base_url is not None and urlsplit(base_url).hostname in _LOCAL_HOSTS
-        default = "gpt-4o-mini" if key and not local else "student"
+        endpoint = student_from_env(env)
         steps = env.get("CALC_MAX_STEPS") or str(cls.max_steps)
         if not steps.isdigit() or int(steps) < 1:
             raise UserError(f"CALC_MAX_STEPS must be a positive integer, got {steps!r}")
@@ -58,9 +54,9 @@ class AgentSettings:
         if native not in _TRUE + _FALSE:
             raise UserError(f"CALC_NATIVE_TOOLS must be 1 or 0, got {native!r}")
         return cls(
-            model=env.get("GEPA_STUDENT_MODEL") or default,
-            base_url=base_url,
-            api_key=key or "local",
+            model=endpoint.model,
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
             max_steps=int(steps),
             native_tools=native in _TRUE,
         )
