@@ -3,16 +3,20 @@
 ``--auto light|medium|heavy`` derives the metric-call budget from the split sizes::
 
     N = T + H                      # baseline on train (T seeds) and holdout (H seeds)
-      + P * (2*m + ceil(T / 2))    # P proposals: parent and child on a minibatch of m,
-                                   # and about half of the children promoted to full train
-      + k * (V or H)               # the top-k frontier candidates on the selection split
+      + P * (m + ceil(T / 2))      # P proposals: the child on a minibatch of m (its parent,
+                                   # on the frontier, is already scored there) and about half
+                                   # of the children promoted to a full train evaluation
+      + H                          # the winner on holdout, which measures the lift
+      + (k + 1) * V                # with val seeds only: top-k and the baseline scored on val
 
-with P = 6 (light), 12 (medium), 24 (heavy); m = ``--minibatch-size``; k = ``holdout_top_k``;
-V = validation seeds (when the program has any, selection uses them). Cache hits are free and
-so a real run usually pays for less than N.
+with P = 12 (light), 24 (medium), 48 (heavy); m = ``--minibatch-size``; k = ``holdout_top_k``;
+V = validation seeds (when the program has any, the winner is chosen on them; else on its
+train scores). Cache hits are free, so a real run usually pays for less than N.
 
-The search stops once the paid count would eat into the reserve kept for the final heldout
-selection, so a budget never cuts a run off before its evidence is written.
+The search may spend everything but what the end of the run will still need
+(``Budget.reserve_final``, kept up to date by the search from the frontier: nothing while no
+candidate beats the baseline, the winner's holdout seeds once one does). Budgets too small for
+a full run are scaled down by ``optimizer.plan.plan_run``.
 """
 
 from __future__ import annotations
@@ -26,29 +30,10 @@ __all__ = [
     "AUTO_PROPOSALS",
     "Budget",
     "auto_metric_calls",
-    "budget_floor",
-    "final_reserve",
     "resolve_metric_calls",
-    "selection_reserve",
 ]
 
-AUTO_PROPOSALS = {"light": 6, "medium": 12, "heavy": 24}
-
-
-def final_reserve(top_k: int, selection_size: int) -> int:
-    """Rollouts kept back for evaluating the top-k candidates on the selection split."""
-    return top_k * selection_size
-
-
-def selection_reserve(top_k: int, *, holdout: int, val: int) -> int:
-    """Rollouts kept for the end of a run: top-k on the selection split, plus best and
-    baseline on holdout when selection used val seeds."""
-    return final_reserve(top_k, val or holdout) + (2 * holdout if val else 0)
-
-
-def budget_floor(top_k: int, *, train: int, holdout: int, val: int) -> int:
-    """The fewest metric calls a run can work with: baseline on train and holdout + the reserve."""
-    return train + holdout + selection_reserve(top_k, holdout=holdout, val=val)
+AUTO_PROPOSALS = {"light": 12, "medium": 24, "heavy": 48}
 
 
 def auto_metric_calls(
@@ -62,8 +47,9 @@ def auto_metric_calls(
     return (
         train
         + holdout
-        + proposals * (2 * m + math.ceil(train / 2))
-        + final_reserve(top_k, val or holdout)
+        + proposals * (m + math.ceil(train / 2))
+        + holdout
+        + ((top_k + 1) * val if val else 0)
     )
 
 
@@ -114,6 +100,12 @@ class Budget:
         if self.max_calls is None:
             return None
         return self.max_calls - self.reserve_final - self.paid - self.booked
+
+    def final_room(self) -> int | None:
+        """Paid calls the end of the run may still book, reserve included (None: unlimited)."""
+        if self.max_calls is None:
+            return None
+        return self.max_calls - self.paid - self.booked
 
     def check_search(self) -> None:
         """Raise ``BudgetExhausted`` when the search may not start more work."""

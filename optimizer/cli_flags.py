@@ -99,12 +99,16 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "--proposals-in-flight",
         "proposals_in_flight",
-        "concurrent search iterations (default 1)",
+        "proposals written at once (default: 4 for a hosted reflection endpoint, 1 for one on "
+        "127.0.0.1/localhost, such as a single llama.cpp server)",
         int,
     ),
     Flag("--use-merge", "use_merge", "try merges of complementary candidates (true/false)", _bool),
     Flag(
-        "--holdout-top-k", "holdout_top_k", "frontier candidates scored on heldout (default 3)", int
+        "--holdout-top-k",
+        "holdout_top_k",
+        "frontier candidates scored on the val seeds to choose the winner (default 3)",
+        int,
     ),
     Flag(
         "--min-holdout-improvement",

@@ -18,7 +18,7 @@ from optimizer.dispatch import RolloutQueue
 from optimizer.events import EventSink
 from optimizer.state import SearchState
 from proposer import ComponentSpec, MergeRequest, Proposal, ProposalRequest
-from schemas import RunConfig
+from schemas import BudgetExhausted, RunConfig
 from workspace import Workspace
 
 __all__ = ["ProposerLike", "SearchDeps", "score_on_train"]
@@ -53,18 +53,32 @@ class SearchDeps:
     description: str
     checkpoint: Callable[[], Awaitable[None]]
     proposer_cost: Callable[[], float]
+    # Recomputes ``budget.reserve_final`` from the state (what the end of the run still needs).
+    refresh_reserve: Callable[[], None] = lambda: None
 
 
 async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str) -> None:
-    """Evaluate a candidate on every train seed, rebuild the frontier, save and announce it."""
+    """Evaluate a candidate on every train seed, rebuild the frontier, save and announce it.
+
+    When the budget left to the search cannot pay for every seed, the candidate is scored on
+    the seeds it can pay for (``state.partial``, compared with the best on those seeds at
+    selection) and ``BudgetExhausted`` ends the search: the tail of a budget is spent, not lost.
+    """
     d = deps
     record = d.state.candidates[candidate_id]
-    results = await d.queue.evaluate(candidate_id, record.components, d.state.train_seeds)
+    seeds = list(d.state.train_seeds)
+    missing = await d.queue.misses(record.components, seeds)
+    room = d.budget.search_room()
+    if room is not None and len(missing) > room:
+        await _score_partially(d, lock, record.candidate_id, seeds, missing, max(room, 0))
+        return
+    results = await d.queue.evaluate(candidate_id, record.components, seeds)
     async with lock:
         previous = set(d.state.frontier.members())
         frontier = d.state.set_train(candidate_id, {s: r.reward for s, r in results.items()})
         mean = d.state.train_mean(candidate_id)
         best = d.state.best()
+        d.refresh_reserve()
     await d.workspace.save_frontier(
         d.run_id, {s: list(w) for s, w in frontier.winners.items()}, dict(frontier.best)
     )
@@ -77,4 +91,40 @@ async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str
             "new": [c for c in frontier.members() if c not in previous],
             "best": {"candidate_id": best[0], "mean": best[1]} if best else None,
         },
+    )
+
+
+async def _score_partially(
+    d: SearchDeps,
+    lock: asyncio.Lock,
+    candidate_id: str,
+    seeds: list[str],
+    missing: list[str],
+    room: int,
+) -> None:
+    if room <= 0:
+        raise BudgetExhausted(
+            f"metric-call budget reached: no room left to score {candidate_id} on train"
+        )
+    chosen = set(missing[:room])
+    subset = [s for s in seeds if s not in missing or s in chosen]
+    record = d.state.candidates[candidate_id]
+    results = await d.queue.evaluate(candidate_id, record.components, subset)
+    async with lock:
+        d.state.partial[candidate_id] = {
+            s: r.reward for s, r in results.items() if r.reward is not None
+        }
+        d.refresh_reserve()
+    await d.events.emit(
+        "scored",
+        {
+            "candidate_id": candidate_id,
+            "split": "train_partial",
+            "seeds": len(subset),
+            "of": len(seeds),
+        },
+    )
+    raise BudgetExhausted(
+        f"metric-call budget reached: the last candidate ({candidate_id}) was scored on "
+        f"{len(subset)} of {len(seeds)} train seeds"
     )

@@ -6,6 +6,8 @@ queues them. ``concurrency`` workers take jobs in submission order, so one candi
 rollouts run together (the student's prompt cache then hits). Finished rollouts go to one
 committer that writes them in batched transactions; a rollout counts (budget, futures,
 events) only after its transaction committed, so a killed run never counts what it lost.
+A (candidate, seed) already in flight for another caller is not sent twice: the second caller
+waits for the first one's result (concurrent proposals often write the same text).
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ class RolloutQueue:
         )
         self._batches = itertools.count()
         self._tasks: list[asyncio.Task[None]] = []
+        self._inflight: dict[str, asyncio.Future[RolloutRecord]] = {}
 
     async def __aenter__(self) -> RolloutQueue:
         self._tasks = [asyncio.create_task(self._worker()) for _ in range(self._concurrency)]
@@ -132,6 +135,10 @@ class RolloutQueue:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def budget_room(self) -> int | None:
+        """Paid calls the end of the run may still book (None: no metric-call limit)."""
+        return self._budget.final_room()
 
     def key_for(self, components: Mapping[str, str], seed: str) -> str:
         """The cache key of (candidate, seed) under this run's program and policy."""
@@ -155,7 +162,11 @@ class RolloutQueue:
         keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy) for seed in seeds}
         hits = await self._workspace.lookup_many(list(keys.values()))
         misses = [seed for seed in seeds if keys[seed] not in hits]
-        self._budget.reserve(len(misses), final=final)
+        shared = {
+            seed: self._inflight[keys[seed]] for seed in misses if keys[seed] in self._inflight
+        }
+        fresh = [seed for seed in misses if seed not in shared]
+        self._budget.reserve(len(fresh), final=final)
         results: dict[str, SeedResult] = {}
         cached_trials = []
         for seed in seeds:
@@ -167,25 +178,52 @@ class RolloutQueue:
             self._budget.cached += len(cached_trials)
             await self._workspace.link_trials(self._run_id, cached_trials)
             await self._emit_trials([(results[t.seed].record, True) for t in cached_trials])
-        if misses:
+        if fresh:
             batch = next(self._batches)
             loop = asyncio.get_running_loop()
             futures: dict[str, asyncio.Future[RolloutRecord]] = {}
-            for index, seed in enumerate(misses):
+            for index, seed in enumerate(fresh):
                 future: asyncio.Future[RolloutRecord] = loop.create_future()
                 futures[seed] = future
+                self._inflight[keys[seed]] = future
                 job = _Job(candidate_id, chash, dict(components), seed, keys[seed])
                 self._jobs.put_nowait((batch, index, job, future))
             try:
                 records = await self._wait(list(futures.values()))
             finally:
                 self._budget.release(sum(1 for f in futures.values() if not f.done()))
-                for future in futures.values():
+                for seed, future in futures.items():
+                    self._inflight.pop(keys[seed], None)
                     future.cancel()
             for seed, record in zip(futures, records, strict=True):
                 results[seed] = SeedResult(seed=seed, record=record, cached=False)
             self._gate.check()
+        if shared:
+            # Paid once by the caller that sent it; here it is a cache hit that arrived late.
+            records = await self._wait([asyncio.shield(f) for f in shared.values()])
+            for seed, record in zip(shared, records, strict=True):
+                results[seed] = SeedResult(seed=seed, record=record, cached=True)
         return {seed: results[seed] for seed in seeds}
+
+    async def cached(
+        self, components: Mapping[str, str], seeds: Sequence[str]
+    ) -> dict[str, SeedResult]:
+        """The cached results among ``seeds``, read without counting a trial (no rollout)."""
+        chash = content_hash(dict(components))
+        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy) for seed in seeds}
+        hits = await self._workspace.lookup_many(list(keys.values()))
+        return {
+            seed: SeedResult(seed=seed, record=hits[key], cached=True)
+            for seed, key in keys.items()
+            if key in hits
+        }
+
+    async def misses(self, components: Mapping[str, str], seeds: Sequence[str]) -> list[str]:
+        """The seeds of ``seeds`` that ``evaluate`` would have to pay for now."""
+        chash = content_hash(dict(components))
+        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy) for seed in seeds}
+        hits = await self._workspace.lookup_many(list(keys.values()))
+        return [s for s, k in keys.items() if k not in hits and k not in self._inflight]
 
     async def _wait(self, futures: list[asyncio.Future[RolloutRecord]]) -> list[RolloutRecord]:
         """Gather the futures, unless the committer dies first (then raise its error)."""

@@ -17,6 +17,7 @@ from typing import Any
 from optimizer.budget import Budget
 from optimizer.dispatch import RolloutQueue
 from optimizer.frontier import mean_score
+from optimizer.plan import RunPlan
 from optimizer.promotion import Promotion
 from optimizer.report import render_report
 from optimizer.state import SearchState
@@ -43,6 +44,7 @@ class EvidenceInputs:
     proposer_usage: ModelUsage
     stop_reason: str | None
     started_at: float
+    plan: RunPlan | None = None
 
 
 def prompt_diff(before: Mapping[str, str], after: Mapping[str, str]) -> str:
@@ -171,9 +173,13 @@ async def build_evidence(
             "promoted": promo.promoted,
             "significant": promo.significant,
             "selection_split": promo.selection_split,
+            "selection_seeds": promo.selection_seeds,
+            "measured_on": "holdout",
+            "holdout_seeds": promo.holdout_seeds,
             "considered": list(promo.considered),
             "skipped": list(promo.skipped),
         },
+        "plan": _plan_section(inputs.plan, seeds),
         "rollouts": {"paid": b.paid, "cached": b.cached, "errors": b.errors, "retries": b.retries},
         "usage": {
             "student": {
@@ -213,6 +219,11 @@ async def build_evidence(
                 "origin": r.origin,
                 **scores(cid),
                 "minibatch": s.minibatch.get(cid),
+                "train_partial": (
+                    {"mean": mean_score(s.partial[cid]), "seeds": len(s.partial[cid])}
+                    if cid in s.partial
+                    else None
+                ),
                 "rationale": r.rationale,
                 "proposer_usage": r.proposer_usage.model_dump(mode="json"),
             }
@@ -221,6 +232,21 @@ async def build_evidence(
         "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
         "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
         **({"mipro": _mipro_section(s, best)} if "mipro" in s.extra else {}),
+    }
+
+
+def _plan_section(plan: RunPlan | None, seeds: Any) -> dict[str, Any]:
+    """What the budget let the run do: seeds used per split, search or not, what was skipped."""
+    if plan is None:
+        return {"skipped": []}
+    return {
+        "train_seeds": len(plan.train),
+        "holdout_seeds": len(plan.holdout),
+        "val_seeds": len(plan.val),
+        "of": {"train": len(seeds.train), "holdout": len(seeds.holdout), "val": len(seeds.val)},
+        "selection": plan.selection_split,
+        "search": plan.search,
+        "skipped": list(plan.skipped),
     }
 
 

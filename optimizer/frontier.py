@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "Frontier",
+    "ancestors",
     "build_frontier",
+    "common_ancestor",
     "complementary_pairs",
     "dominates",
     "mean_score",
@@ -111,13 +113,44 @@ def sample_parent(frontier: Frontier, rng: random.Random) -> str:
     return rng.choices(ids, weights=[len(wins[cid]) for cid in ids], k=1)[0]
 
 
-def complementary_pairs(frontier: Frontier) -> list[tuple[str, str]]:
-    """Pairs of frontier candidates where each wins a seed the other does not."""
+def ancestors(parents: Mapping[str, Sequence[str]], candidate_id: str) -> frozenset[str]:
+    """Every candidate ``candidate_id`` descends from (``parents`` maps id -> parent ids)."""
+    seen: set[str] = set()
+    todo = list(parents.get(candidate_id, ()))
+    while todo:
+        cid = todo.pop()
+        if cid not in seen:
+            seen.add(cid)
+            todo.extend(parents.get(cid, ()))
+    return frozenset(seen)
+
+
+def common_ancestor(
+    parents: Mapping[str, Sequence[str]], a: str, b: str, order: Sequence[str]
+) -> str | None:
+    """The most recent candidate (in creation ``order``) that both ``a`` and ``b`` descend from."""
+    shared = (ancestors(parents, a) | {a}) & (ancestors(parents, b) | {b})
+    ranked = [cid for cid in order if cid in shared]
+    return ranked[-1] if ranked else None
+
+
+def complementary_pairs(
+    frontier: Frontier, parents: Mapping[str, Sequence[str]] | None = None
+) -> list[tuple[str, str]]:
+    """Pairs of frontier candidates where each wins a seed the other does not.
+
+    With ``parents`` (the lineage), a candidate is never paired with one it descends from:
+    such a merge can only re-add what the descendant dropped, and mostly ties.
+    """
     wins = {cid: set(seeds) for cid, seeds in frontier.wins().items()}
     ids = list(wins)
+    lineage = {cid: ancestors(parents, cid) for cid in ids} if parents is not None else {}
     return [
         (a, b)
         for i, a in enumerate(ids)
         for b in ids[i + 1 :]
-        if wins[a] - wins[b] and wins[b] - wins[a]
+        if wins[a] - wins[b]
+        and wins[b] - wins[a]
+        and a not in lineage.get(b, ())
+        and b not in lineage.get(a, ())
     ]

@@ -16,10 +16,9 @@ def passes_gate(
     parents: Sequence[Mapping[str, float | None]],
     child: Mapping[str, float | None],
     seeds: Sequence[str],
-    *,
-    merge: bool = False,
 ) -> bool:
-    """A mutation must beat its parent strictly; a merge must match its best parent.
+    """A child must beat its best parent strictly (a merge that only ties its parents adds
+    nothing but a full train evaluation).
 
     Seeds where the child errored are compared only where both scored, so an
     infrastructure fault can neither pass nor fail a child on its own.
@@ -31,4 +30,4 @@ def passes_gate(
         return False
     child_total = gate_total(child, usable)
     best_parent = max(gate_total(p, usable) for p in parents)
-    return child_total >= best_parent if merge else child_total > best_parent
+    return child_total > best_parent

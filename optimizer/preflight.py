@@ -11,6 +11,7 @@ run needs. Each problem carries its fix. No rollout and no completion is ever re
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -19,9 +20,10 @@ import httpx
 from pydantic import ValidationError
 
 from container import load_dataset, load_splits, load_target, load_verifier
-from optimizer.budget import budget_floor, resolve_metric_calls, selection_reserve
+from optimizer.budget import resolve_metric_calls
 from optimizer.embedded import EmbeddedContainer, module_spec
 from optimizer.mipro import load_optuna, surface_for
+from optimizer.plan import plan_run
 from proposer import ProposerConfig, resolve_endpoint
 from schemas import PROTOCOL, Health, Program, RunConfig, UserError
 
@@ -322,29 +324,31 @@ class _Checker:
                 "pass --max-metric-calls N or --auto light|medium|heavy",
             )
             return
-        reserve = selection_reserve(
-            cfg.holdout_top_k, holdout=len(seeds.holdout), val=len(seeds.val)
-        )
-        floor = budget_floor(
-            cfg.holdout_top_k,
-            train=len(seeds.train),
-            holdout=len(seeds.holdout),
-            val=len(seeds.val),
+        plan = plan_run(
+            limit,
+            train=seeds.train,
+            holdout=seeds.holdout,
+            val=seeds.val,
+            top_k=cfg.holdout_top_k,
+            rng=random.Random(cfg.seed),
         )
         how = f"--auto {cfg.auto}" if cfg.max_metric_calls is None else "--max-metric-calls"
-        if limit < floor:
+        if plan.skipped:
             self.add(
                 "budget",
-                False,
-                f"{limit} metric calls ({how}) is below the floor of {floor} "
-                f"(baseline on {len(seeds.train)} train + {len(seeds.holdout)} holdout, {reserve} for selection)",
-                f"raise --max-metric-calls to at least {floor}, or use --auto light",
+                True,
+                f"{limit} metric calls ({how}) is less than a full run needs; it will skip: "
+                + "; ".join(plan.skipped),
+                "raise --max-metric-calls (or use --auto light) for a full run",
+                warning=True,
             )
         else:
             self.add(
                 "budget",
                 True,
-                f"{limit} metric calls ({how}); floor {floor}, {limit - floor} for the search",
+                f"{limit} metric calls ({how}): baseline on {len(plan.train)} train + "
+                f"{len(plan.holdout)} holdout seeds, the winner chosen on {plan.selection_split}, "
+                "the rest for the search",
             )
 
 

@@ -1,10 +1,16 @@
-"""Heldout selection and promotion.
+"""Choosing the winner and measuring its lift, on different seeds.
 
-The top-k frontier candidates (by train mean) are scored on the selection split: the
-``val`` seeds when the program has any, else the holdout seeds. The best there is compared
-with the baseline on the same holdout seeds, paired, with a bootstrap interval. Selecting
-and reporting on one split (no val seeds) favours the winner slightly; the report says which
-split chose it so that a reader can weigh that.
+The seeds that choose the winner never measure its lift (choosing and measuring on the same
+seeds reports the luck of the choice as lift):
+
+- with val seeds (``plan.selection_split == "val"``), the top-k frontier candidates by train
+  mean and the baseline are scored on val and the best there wins;
+- without, the winner is the best train mean (already paid for by the search). A candidate the
+  budget only let the search score on part of train wins if it beats that best, paired, on
+  the seeds it has.
+
+The winner is then compared with the baseline on the holdout seeds, paired, with a bootstrap
+interval. ``selection_need`` is what this still costs, so the search can spend the rest.
 """
 
 from __future__ import annotations
@@ -16,11 +22,12 @@ from dataclasses import asdict, dataclass
 from optimizer.dispatch import RolloutQueue
 from optimizer.events import EventSink
 from optimizer.frontier import mean_score
+from optimizer.plan import RunPlan
 from optimizer.state import SearchState
 from optimizer.stats import paired_bootstrap
 from schemas import BudgetExhausted
 
-__all__ = ["Promotion", "select_and_promote"]
+__all__ = ["Promotion", "choose_on_train", "select_and_promote", "selection_need"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,8 @@ class Promotion:
     baseline_holdout: float | None
     considered: tuple[str, ...]
     skipped: tuple[str, ...]
+    selection_seeds: int = 0
+    holdout_seeds: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for events and the evidence packet."""
@@ -50,15 +59,59 @@ class Promotion:
         return data
 
 
+def choose_on_train(state: SearchState, baseline_id: str) -> str:
+    """The best train mean; a partially scored candidate that beats it on its seeds instead."""
+    best = state.best()
+    chosen = best[0] if best else baseline_id
+    margin = 0.0
+    for cid, scores in state.partial.items():
+        incumbent = state.train.get(chosen, {})
+        shared = [s for s in scores if s in incumbent]
+        if not shared:
+            continue
+        gain = sum(scores[s] - incumbent[s] for s in shared) / len(shared)
+        if gain > margin:
+            chosen, margin = cid, gain
+    return chosen
+
+
+def _val_candidates(state: SearchState, baseline_id: str, top_k: int) -> list[str]:
+    frontier = list(state.frontier.members()) or [baseline_id]
+    top = [cid for cid, _ in state.ranked(frontier)][:top_k]
+    return list(dict.fromkeys([*top, baseline_id]))
+
+
+def selection_need(state: SearchState, plan: RunPlan, baseline_id: str) -> int:
+    """Rollouts the end of the run will still pay for, given the state so far."""
+    holdout = len(plan.holdout)
+    if plan.selection_split == "val":
+        ids = _val_candidates(state, baseline_id, plan.top_k)
+        need = sum(len(plan.val) for cid in ids if cid not in state.val)
+        return need + (holdout if any(cid != baseline_id for cid in ids) else 0)
+    best = choose_on_train(state, baseline_id)
+    return holdout if best != baseline_id and best not in state.holdout else 0
+
+
 async def _score(
     queue: RolloutQueue, state: SearchState, candidate_id: str, seeds: Sequence[str], split: str
-) -> None:
+) -> bool:
+    """Score on ``seeds`` (as many as the budget still pays for); False when none could be."""
     table = state.val if split == "val" else state.holdout
     if candidate_id in table or not seeds:
-        return
+        return candidate_id in table
     record = state.candidates[candidate_id]
-    results = await queue.evaluate(candidate_id, record.components, seeds, final=True)
+    try:
+        results = await queue.evaluate(candidate_id, record.components, seeds, final=True)
+    except BudgetExhausted:
+        room = queue.budget_room()
+        if not room:
+            return False
+        missing = await queue.misses(record.components, seeds)
+        keep = set(missing[:room])
+        subset = [s for s in seeds if s not in missing or s in keep]
+        results = await queue.evaluate(candidate_id, record.components, subset, final=True)
     table[candidate_id] = {s: r.reward for s, r in results.items() if r.reward is not None}
+    return True
 
 
 async def select_and_promote(
@@ -66,40 +119,38 @@ async def select_and_promote(
     queue: RolloutQueue,
     state: SearchState,
     baseline_id: str,
-    val_seeds: Sequence[str],
-    holdout_seeds: Sequence[str],
-    top_k: int,
+    plan: RunPlan,
     min_improvement: float,
     rng: random.Random,
     events: EventSink,
 ) -> Promotion:
-    """Score the top-k candidates, choose the best, and compare it with the baseline."""
-    split = "val" if val_seeds else "holdout"
-    selection_seeds = list(val_seeds or holdout_seeds)
-    frontier = list(state.frontier.members()) or [baseline_id]
-    top = [cid for cid, _ in state.ranked(frontier)][:top_k]
-    considered = list(dict.fromkeys([*top, baseline_id]))
+    """Choose the winner on val or train, then compare it with the baseline on holdout."""
+    split = plan.selection_split
     skipped: list[str] = []
-    for cid in considered:
-        try:
-            await _score(queue, state, cid, selection_seeds, split)
-        except BudgetExhausted:
-            skipped.append(cid)
-    table = state.val if split == "val" else state.holdout
-    rank = {cid: i for i, cid in enumerate(state.order())}
-
-    def key(cid: str) -> tuple[float, float, int]:
-        sel = mean_score(table.get(cid, {}), selection_seeds)
-        return (-(sel if sel is not None else -1.0), -(state.train_mean(cid) or 0.0), rank[cid])
-
-    scored = [cid for cid in considered if cid in table]
-    best_id = min(scored, key=key) if scored else baseline_id
     if split == "val":
-        for cid in dict.fromkeys([best_id, baseline_id]):
-            try:
-                await _score(queue, state, cid, holdout_seeds, "holdout")
-            except BudgetExhausted:
+        considered = _val_candidates(state, baseline_id, plan.top_k)
+        for cid in considered:
+            if not await _score(queue, state, cid, plan.val, "val"):
                 skipped.append(cid)
+        rank = {cid: i for i, cid in enumerate(state.order())}
+
+        def key(cid: str) -> tuple[float, float, int]:
+            sel = mean_score(state.val.get(cid, {}), plan.val)
+            train = state.train_mean(cid) or 0.0
+            return (-(sel if sel is not None else -1.0), -train, rank[cid])
+
+        scored = [cid for cid in considered if cid in state.val]
+        best_id = min(scored, key=key) if scored else baseline_id
+        selection_seeds = len(plan.val)
+    else:
+        best_id = choose_on_train(state, baseline_id)
+        considered = list(dict.fromkeys([best_id, baseline_id]))
+        selection_seeds = len(state.train_seeds)
+    for cid in dict.fromkeys([baseline_id, best_id]):
+        if not await _score(queue, state, cid, plan.holdout, "holdout"):
+            skipped.append(cid)
+    if best_id in skipped:
+        best_id = baseline_id  # a winner that could not be measured is not promoted
     best_scores = state.holdout.get(best_id, {})
     base_scores = state.holdout.get(baseline_id, {})
     lift = paired_bootstrap(best_scores, base_scores, rng)
@@ -117,10 +168,12 @@ async def select_and_promote(
         min_improvement=min_improvement,
         promoted=promoted,
         significant=lift.ci_low > 0,
-        best_holdout=mean_score(best_scores, holdout_seeds),
-        baseline_holdout=mean_score(base_scores, holdout_seeds),
+        best_holdout=mean_score(best_scores, plan.holdout),
+        baseline_holdout=mean_score(base_scores, plan.holdout),
         considered=tuple(considered),
-        skipped=tuple(skipped),
+        skipped=tuple(dict.fromkeys(skipped)),
+        selection_seeds=selection_seeds,
+        holdout_seeds=len(plan.holdout),
     )
     await events.emit("promotion", promotion.as_dict())
     return promotion

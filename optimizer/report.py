@@ -17,16 +17,20 @@ def promotion_summary(packet: dict[str, Any]) -> str:
     promo, base, best = packet["promotion"], packet["baseline"], packet["best"]
     verdict = "PROMOTED" if promo["promoted"] else "NOT PROMOTED"
     split = promo["selection_split"]
+    chosen = f"best chosen on {promo.get('selection_seeds', '?')} {split} seeds"
     lines = [
         f"{verdict}: best {best['candidate_id']} vs baseline {base['candidate_id']} on {promo['n']} holdout seeds",
         f"  holdout: baseline {_pct(base['holdout'])} -> best {_pct(best['holdout'])}  "
         f"(lift {promo['lift']:+.3f}, 95% CI [{promo['ci_low']:+.3f}, {promo['ci_high']:+.3f}], "
         f"min improvement {promo['min_improvement']:+.3f})",
-        f"  train:   baseline {_pct(base['train'])} -> best {_pct(best['train'])}  (best chosen on {split})",
+        f"  train:   baseline {_pct(base['train'])} -> best {_pct(best['train'])}  ({chosen}, lift measured on other seeds)",
         f"  rollouts: {packet['rollouts']['paid']} paid, {packet['rollouts']['cached']} cached, "
         f"{packet['rollouts']['errors']} errors, {packet['rollouts']['retries']} retries; "
         f"cost ${packet['usage']['total_cost_usd']:.4f}",
     ]
+    skipped = packet.get("plan", {}).get("skipped", [])
+    if skipped:
+        lines.append("  budget: " + "; ".join(skipped))
     if not promo["significant"] and promo["promoted"]:
         lines.append(
             "  note: the interval includes 0; more holdout seeds would make the lift certain"
@@ -63,6 +67,24 @@ def _mipro_lines(mipro: dict[str, Any]) -> list[str]:
     return out
 
 
+def _plan_lines(packet: dict[str, Any]) -> list[str]:
+    """Which seeds chose the winner, which measured it, and what the budget skipped."""
+    plan, promo = packet.get("plan") or {}, packet["promotion"]
+    split = promo["selection_split"]
+    out = [
+        "## Seeds",
+        "",
+        f"- chose the winner: {promo.get('selection_seeds', '?')} {split} seeds"
+        + (" (its train scores, already paid for)" if split == "train" else ""),
+        f"- measured the lift: {promo.get('holdout_seeds', promo['n'])} holdout seeds "
+        f"({promo['n']} scored by both best and baseline); never used to choose",
+    ]
+    if plan.get("skipped"):
+        out += ["", "### What this budget skipped", ""]
+        out += [f"- {item}" for item in plan["skipped"]]
+    return [*out, ""]
+
+
 def render_report(packet: dict[str, Any]) -> str:
     """Markdown report: verdict, scores, diff, lineage, per-seed wins, usage, traces."""
     best, base = packet["best"], packet["baseline"]
@@ -78,6 +100,7 @@ def render_report(packet: dict[str, Any]) -> str:
         promotion_summary(packet),
         "```",
         "",
+        *_plan_lines(packet),
         "## Scores",
         "",
         "| candidate | train | val | holdout |",

@@ -19,22 +19,24 @@ from typing import Any
 
 import httpx
 
-from optimizer.budget import Budget, budget_floor, resolve_metric_calls, selection_reserve
+from optimizer.budget import Budget, resolve_metric_calls
 from optimizer.client import ContainerClient, RetryPolicy
 from optimizer.dispatch import ErrorGate, RolloutQueue, SeedResult
 from optimizer.events import EventSink, Listener
 from optimizer.evidence import EvidenceInputs, write_evidence
 from optimizer.mipro import InstructionSource, MiproSearch, load_optuna, surface_for
-from optimizer.promotion import select_and_promote
-from optimizer.search import GepaSearch, ProposerLike, SearchDeps
+from optimizer.plan import RunPlan, default_proposals_in_flight, plan_run
+from optimizer.promotion import select_and_promote, selection_need
+from optimizer.search import GepaSearch, ProposerLike, SearchDeps, evaluations_of
 from optimizer.state import SearchState
-from proposer import ComponentSpec, Proposer, ProposerConfig
+from proposer import CandidateView, ComponentSpec, ProposalRequest, Proposer, ProposerConfig
 from schemas import (
     CandidateRecord,
     GepaError,
     ModelUsage,
     Policy,
     Program,
+    ProposerError,
     RunConfig,
     RunRecord,
     UserError,
@@ -64,22 +66,6 @@ def _proposer_usage(proposer: ProposerLike) -> ModelUsage:
     return usage if isinstance(usage, ModelUsage) else ModelUsage()
 
 
-def _check_budget_floor(limit: int | None, program: Program, top_k: int) -> None:
-    if limit is None:
-        return
-    seeds = program.seeds
-    floor = budget_floor(
-        top_k, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
-    )
-    reserve = floor - len(seeds.train) - len(seeds.holdout)
-    if limit < floor:
-        raise UserError(
-            f"max_metric_calls={limit} is below the {floor} rollouts a run needs at least "
-            f"(baseline on {len(program.seeds.train)} train + {len(program.seeds.holdout)} holdout seeds, "
-            f"plus {reserve} for heldout selection): raise --max-metric-calls or use --auto light"
-        )
-
-
 class _Run:
     """One execution of a run record; holds what the phases share."""
 
@@ -92,6 +78,12 @@ class _Run:
         http: httpx.AsyncClient | None,
         listeners: list[Listener],
     ) -> None:
+        if config.proposals_in_flight is None:
+            config = config.model_copy(
+                update={
+                    "proposals_in_flight": default_proposals_in_flight(config.reflection_base_url)
+                }
+            )
         self.config = config
         self.record = record
         self.workspace = workspace
@@ -131,71 +123,11 @@ class _Run:
 
     async def _with_program(self, client: ContainerClient, program: Program) -> RunResult:
         cfg, run_id = self.config, self.record.run_id
-        if cfg.method == "mipro":
-            load_optuna()  # fail before paying for the baseline when the extra is missing
-        seeds = program.seeds
-        if not seeds.train:
-            raise UserError(
-                f"program {program.program_id!r} has no train seeds: give the container a train split"
-            )
-        if not seeds.holdout:
-            raise UserError(
-                f"program {program.program_id!r} has no holdout seeds: give the container a holdout split"
-            )
-        limit = resolve_metric_calls(
-            cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
-        )
-        if limit is None:
-            raise UserError("no budget: pass --max-metric-calls N or --auto light|medium|heavy")
-        reserve = selection_reserve(
-            cfg.holdout_top_k, holdout=len(seeds.holdout), val=len(seeds.val)
-        )
-        _check_budget_floor(limit, program, cfg.holdout_top_k)
-        budget = Budget(max_calls=limit, max_cost_usd=cfg.max_cost_usd, reserve_final=reserve)
-        counts = await self.workspace.count_trials(run_id)
-        budget.paid, budget.errors = counts.get("paid", 0), counts.get("errors", 0)
-        await self.workspace.update_run(
-            run_id, program_id=program.program_id, fingerprint=program.fingerprint, status="running"
-        )
-        await self.events.emit(
-            "program",
-            {
-                "program_id": program.program_id,
-                "fingerprint": program.fingerprint,
-                "components": [c.name for c in program.components],
-                "seeds": {
-                    "train": len(seeds.train),
-                    "val": len(seeds.val),
-                    "holdout": len(seeds.holdout),
-                },
-                "budget": {
-                    "max_metric_calls": limit,
-                    "reserve_final": reserve,
-                    "max_cost_usd": cfg.max_cost_usd,
-                },
-            },
-        )
+        plan, budget = await self._plan(program)
         proposer = self.proposer or Proposer(
             ProposerConfig.from_run_config(cfg), rng=random.Random(cfg.seed + 104729)
         )
-        state = SearchState(train_seeds=tuple(seeds.train))
-        stored = self.record.state.get("proposals", {})
-        state.proposals.update({str(k): v for k, v in stored.items()})
-        state.extra.update(
-            {k: v for k, v in self.record.state.items() if k not in ("proposals", "budget")}
-        )
-        baseline = program.baseline()
-        base = CandidateRecord(
-            run_id=run_id,
-            candidate_id=candidate_id_for(baseline),
-            content_hash=content_hash(baseline),
-            components=baseline,
-            origin="seed",
-        )
-        await self.workspace.add_candidate(base)
-        for record in await self.workspace.list_candidates(run_id):
-            state.add(record)
-        state.add(base)
+        state, base = await self._state(program, plan)
 
         async def checkpoint() -> None:
             await self.workspace.update_run(
@@ -203,7 +135,6 @@ class _Run:
                 state={"proposals": state.proposals, "budget": budget.snapshot(), **state.extra},
             )
 
-        policy = Policy(model=cfg.task_model)
         async with RolloutQueue(
             client=client,
             workspace=self.workspace,
@@ -212,24 +143,11 @@ class _Run:
             budget=budget,
             events=self.events,
             concurrency=cfg.concurrency,
-            policy=policy,
+            policy=Policy(model=cfg.task_model),
             error_gate=ErrorGate(max_rate=cfg.max_error_rate),
         ) as queue:
             await self.phase("evaluating_baseline")
-            train = await queue.evaluate(base.candidate_id, baseline, seeds.train, final=True)
-            holdout = await queue.evaluate(base.candidate_id, baseline, seeds.holdout, final=True)
-            state.set_train(base.candidate_id, {s: r.reward for s, r in train.items()})
-            state.holdout[base.candidate_id] = {
-                s: r.reward for s, r in holdout.items() if r.reward is not None
-            }
-            await self.events.emit(
-                "scored",
-                {
-                    "candidate_id": base.candidate_id,
-                    "split": "train",
-                    "mean": state.train_mean(base.candidate_id),
-                },
-            )
+            train = await self._baseline(queue, state, base, plan)
             await self.phase("searching")
             deps = SearchDeps(
                 config=cfg,
@@ -247,10 +165,12 @@ class _Run:
                 description=program.description,
                 checkpoint=checkpoint,
                 proposer_cost=lambda: _proposer_usage(proposer).cost_usd,
+                refresh_reserve=lambda: setattr(
+                    budget, "reserve_final", selection_need(state, plan, base.candidate_id)
+                ),
             )
-            search = _strategy(deps, program, base.candidate_id, train)
             try:
-                stop = await search.run()
+                stop = await self._search(deps, program, plan, base.candidate_id, train)
             finally:
                 if self.proposer is None and isinstance(proposer, Proposer):
                     await proposer.aclose()
@@ -260,9 +180,7 @@ class _Run:
                 queue=queue,
                 state=state,
                 baseline_id=base.candidate_id,
-                val_seeds=seeds.val,
-                holdout_seeds=seeds.holdout,
-                top_k=cfg.holdout_top_k,
+                plan=plan,
                 min_improvement=cfg.min_holdout_improvement,
                 rng=random.Random(cfg.seed + 1),
                 events=self.events,
@@ -282,6 +200,7 @@ class _Run:
                     proposer_usage=_proposer_usage(proposer),
                     stop_reason=stop,
                     started_at=self.started,
+                    plan=plan,
                 ),
                 self.workspace,
                 queue,
@@ -300,6 +219,168 @@ class _Run:
             evidence_dir=folder,
             evidence=packet,
         )
+
+    async def _plan(self, program: Program) -> tuple[RunPlan, Budget]:
+        """Check the program, fit the plan to the budget, restore the counters, announce it."""
+        cfg, run_id, seeds = self.config, self.record.run_id, program.seeds
+        if cfg.method == "mipro":
+            load_optuna()  # fail before paying for the baseline when the extra is missing
+        for split in ("train", "holdout"):
+            if not getattr(seeds, split):
+                raise UserError(
+                    f"program {program.program_id!r} has no {split} seeds: "
+                    f"give the container a {split} split"
+                )
+        limit = resolve_metric_calls(
+            cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
+        )
+        if limit is None:
+            raise UserError("no budget: pass --max-metric-calls N or --auto light|medium|heavy")
+        plan = plan_run(
+            limit,
+            train=seeds.train,
+            holdout=seeds.holdout,
+            val=seeds.val,
+            top_k=cfg.holdout_top_k,
+            rng=random.Random(cfg.seed + 15485863),
+        )
+        budget = Budget(max_calls=limit, max_cost_usd=cfg.max_cost_usd)
+        counts = await self.workspace.count_trials(run_id)
+        budget.paid, budget.errors = counts.get("paid", 0), counts.get("errors", 0)
+        await self.workspace.update_run(
+            run_id, program_id=program.program_id, fingerprint=program.fingerprint, status="running"
+        )
+        await self.events.emit(
+            "program",
+            {
+                "program_id": program.program_id,
+                "fingerprint": program.fingerprint,
+                "components": [c.name for c in program.components],
+                "seeds": {
+                    "train": len(seeds.train),
+                    "val": len(seeds.val),
+                    "holdout": len(seeds.holdout),
+                },
+                "budget": {"max_metric_calls": limit, "max_cost_usd": cfg.max_cost_usd},
+                "plan": {
+                    "train": len(plan.train),
+                    "holdout": len(plan.holdout),
+                    "val": len(plan.val),
+                    "selection": plan.selection_split,
+                    "search": plan.search,
+                    "skipped": list(plan.skipped),
+                },
+                "proposals_in_flight": cfg.proposals_in_flight,
+            },
+        )
+        return plan, budget
+
+    async def _state(self, program: Program, plan: RunPlan) -> tuple[SearchState, CandidateRecord]:
+        """The search state with every stored candidate, and the baseline's record."""
+        run_id = self.record.run_id
+        state = SearchState(train_seeds=plan.train)
+        stored = self.record.state.get("proposals", {})
+        state.proposals.update({str(k): v for k, v in stored.items()})
+        state.extra.update(
+            {k: v for k, v in self.record.state.items() if k not in ("proposals", "budget")}
+        )
+        baseline = program.baseline()
+        base = CandidateRecord(
+            run_id=run_id,
+            candidate_id=candidate_id_for(baseline),
+            content_hash=content_hash(baseline),
+            components=baseline,
+            origin="seed",
+        )
+        await self.workspace.add_candidate(base)
+        for record in await self.workspace.list_candidates(run_id):
+            state.add(record)
+        state.add(base)
+        return state, base
+
+    async def _baseline(
+        self, queue: RolloutQueue, state: SearchState, base: CandidateRecord, plan: RunPlan
+    ) -> dict[str, SeedResult]:
+        """The baseline on the plan's train and holdout seeds (the reference for everything)."""
+        cid = base.candidate_id
+        train = await queue.evaluate(cid, base.components, plan.train, final=True)
+        holdout = await queue.evaluate(cid, base.components, plan.holdout, final=True)
+        state.set_train(cid, {s: r.reward for s, r in train.items()})
+        state.holdout[cid] = {s: r.reward for s, r in holdout.items() if r.reward is not None}
+        await self.events.emit(
+            "scored", {"candidate_id": cid, "split": "train", "mean": state.train_mean(cid)}
+        )
+        return train
+
+    async def _search(
+        self,
+        deps: SearchDeps,
+        program: Program,
+        plan: RunPlan,
+        baseline_id: str,
+        train: Mapping[str, SeedResult],
+    ) -> str:
+        """The method's search, or (when the plan has none) one unevaluated smoke proposal."""
+        if plan.search:
+            deps.refresh_reserve()
+            return await _strategy(deps, program, baseline_id, train).run()
+        reason = "; ".join(plan.skipped)
+        if self.config.method == "gepa" and train:
+            reason += await _smoke_proposal(deps, baseline_id, train)
+        return reason
+
+
+async def _smoke_proposal(
+    deps: SearchDeps, baseline_id: str, train: Mapping[str, SeedResult]
+) -> str:
+    """One proposal from the baseline's train rollouts, stored but never evaluated.
+
+    A budget too small to search still checks that the reflection model answers and that its
+    answer parses, which is what a smoke test of the whole pipeline is for.
+    """
+    base = deps.state.candidates[baseline_id]
+    request = ProposalRequest(
+        program_description=deps.description,
+        components=deps.components,
+        parent=CandidateView(baseline_id, dict(base.components)),
+        evaluations=evaluations_of(train),
+        target_components=(deps.components[0].name,),
+        existing_hashes=frozenset(c.content_hash for c in deps.state.candidates.values()),
+    )
+    try:
+        proposal = await deps.proposer.propose(request)
+    except ProposerError as exc:
+        deps.budget.proposer_cost_usd = deps.proposer_cost()
+        return f" (smoke proposal rejected: {getattr(exc, 'reason', 'error')}: {str(exc)[:200]})"
+    deps.budget.proposer_cost_usd = deps.proposer_cost()
+    components = {**base.components, **proposal.components}
+    record = CandidateRecord(
+        run_id=deps.run_id,
+        candidate_id=candidate_id_for(components),
+        content_hash=content_hash(components),
+        components=components,
+        parents=[baseline_id],
+        origin="mutation",
+        rationale=proposal.rationale,
+        diffs=dict(proposal.diffs) or {baseline_id: proposal.diff},
+        proposer_usage=proposal.usage,
+    )
+    await deps.workspace.add_candidate(record)
+    deps.state.add(record)
+    await deps.events.emit(
+        "candidate",
+        {
+            "candidate_id": record.candidate_id,
+            "parents": record.parents,
+            "origin": "mutation",
+            "iteration": 0,
+            "rationale": record.rationale[:1000],
+            "diff": proposal.diff[:4000],
+            "mode": proposal.mode,
+            "evaluated": False,
+        },
+    )
+    return f" (smoke proposal {record.candidate_id} written by the reflection model, not evaluated)"
 
 
 def _strategy(

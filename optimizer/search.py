@@ -5,17 +5,30 @@ read-modify-write of the shared state happens under one lock, so with one worker
 is strictly sequential and deterministic for a given seed. Each iteration's proposal is
 logged in the run state, so a resumed run replays earlier iterations from the workspace
 (cached rollouts, stored candidates) and pays for nothing twice.
+
+What keeps parallel proposals as good as sequential ones:
+
+- **Rebasing.** A proposal written on the best candidate while another worker replaced that
+  best is replayed on the new best by a three-way text merge (``optimizer.merge3``), with no
+  extra reflection call, and gated against the new best; only a conflicting merge keeps the
+  stale parent. Improvements then stack on one line instead of scattering over siblings.
+- **Merges across branches only.** Two frontier candidates are merged only when neither
+  descends from the other; a clean text merge on their common ancestor needs no reflection
+  call; a merge (like any child) must beat its best parent strictly, never tie it.
+- **Evidence at no rollout cost.** The proposer sees the parent's minibatch in detail and its
+  other failures from the full train evaluation it already paid for.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from optimizer.deps import ProposerLike, SearchDeps, score_on_train
 from optimizer.dispatch import SeedResult
-from optimizer.frontier import complementary_pairs, sample_parent
+from optimizer.frontier import common_ancestor, complementary_pairs, sample_parent
 from optimizer.gate import gate_total, passes_gate
+from optimizer.merge3 import merge_components
 from optimizer.minibatch import MinibatchSampler
 from proposer import (
     CandidateView,
@@ -24,21 +37,24 @@ from proposer import (
     Proposal,
     ProposalRequest,
 )
+from proposer.guards import unified_diff
 from schemas import (
     BudgetExhausted,
     CandidateRecord,
+    ModelUsage,
     Origin,
     ProposerError,
     candidate_id_for,
     content_hash,
 )
 
-__all__ = ["GepaSearch", "ProposerLike", "SearchDeps"]
+__all__ = ["GepaSearch", "ProposerLike", "SearchDeps", "evaluations_of"]
 
 MERGE_MINIBATCH = 6
 
 
-def _evaluations(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
+def evaluations_of(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
+    """Rollout results as the proposer reads them."""
     return tuple(
         Evaluation(
             seed=r.seed,
@@ -83,7 +99,8 @@ class GepaSearch:
     async def run(self) -> str:
         """Search until stopped; returns the reason."""
         workers = [
-            asyncio.create_task(self._worker()) for _ in range(self._d.config.proposals_in_flight)
+            asyncio.create_task(self._worker())
+            for _ in range(max(1, self._d.config.proposals_in_flight or 1))
         ]
         try:
             await asyncio.gather(*workers)
@@ -105,6 +122,9 @@ class GepaSearch:
             except BudgetExhausted as exc:
                 self._stop = str(exc)
 
+    def _parents(self) -> dict[str, Sequence[str]]:
+        return {cid: r.parents for cid, r in self._d.state.candidates.items()}
+
     def _view(self, candidate_id: str) -> CandidateView:
         record = self._d.state.candidates[candidate_id]
         wins = self._d.state.frontier.wins().get(candidate_id, ())
@@ -118,13 +138,17 @@ class GepaSearch:
             diff_from_parent=diff,
         )
 
+    def _best_id(self) -> str | None:
+        best = self._d.state.best()
+        return best[0] if best else None
+
     async def _step(self) -> bool:
         """One iteration; True when it produced a new candidate."""
         self._d.budget.check_search()
         async with self._lock:
             self._iteration += 1
             iteration = self._iteration
-            pairs = complementary_pairs(self._d.state.frontier)
+            pairs = complementary_pairs(self._d.state.frontier, self._parents())
             merging = (
                 self._merge_due
                 and self._d.config.use_merge
@@ -138,11 +162,16 @@ class GepaSearch:
             else:
                 parent_id = sample_parent(self._d.state.frontier, self._d.rng)
             minibatch = self._sampler.next()
+            best_at_start = self._best_id()
         if merging:
             return await self._merge(iteration, pair)
-        return await self._mutate(iteration, parent_id, minibatch)
+        return await self._mutate(iteration, parent_id, minibatch, best_at_start)
 
-    async def _mutate(self, iteration: int, parent_id: str, minibatch: list[str]) -> bool:
+    # mutations
+
+    async def _mutate(
+        self, iteration: int, parent_id: str, minibatch: list[str], best_at_start: str | None
+    ) -> bool:
         d = self._d
         parent = d.state.candidates[parent_id]
         await d.events.emit(
@@ -160,83 +189,232 @@ class GepaSearch:
             program_description=d.description,
             components=d.components,
             parent=self._view(parent_id),
-            evaluations=_evaluations(parent_mb),
+            evaluations=evaluations_of(parent_mb),
             frontier=tuple(self._view(c) for c in d.state.frontier.members() if c != parent_id),
             target_components=target,
             existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
+            train_evaluations=await self._context(parent_id, minibatch),
         )
         child = await self._proposal(
             iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request)
         )
         if child is None:
             return False
-        child_mb = await d.queue.evaluate(child.candidate_id, child.components, minibatch)
-        before, after = (
-            gate_total(_rewards(parent_mb), minibatch),
-            gate_total(_rewards(child_mb), minibatch),
-        )
-        accepted = passes_gate([_rewards(parent_mb)], _rewards(child_mb), minibatch)
-        await d.events.emit(
-            "gate",
-            {
-                "iteration": iteration,
-                "candidate_id": child.candidate_id,
-                "parent": parent_id,
-                "parent_score": before,
-                "child_score": after,
-                "minibatch": minibatch,
-                "accepted": accepted,
-            },
-        )
-        async with self._lock:
-            d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_mb))
+        if (onto := self._superseded(parent_id, best_at_start)) is not None:
+            rebased = await self._rebase(iteration, child, parent_id, onto)
+            if rebased is not None:
+                await self._gate(iteration, rebased, onto, minibatch, rebased_from=child)
+                return True
+        accepted = await self._gate(iteration, child, parent_id, minibatch, parent_mb=parent_mb)
+        if accepted and (onto := self._superseded(parent_id, best_at_start)) is not None:
+            # A sibling became the best while this child was gated: stack the two instead
+            # of paying a full train evaluation for a child of a superseded parent.
+            rebased = await self._rebase(iteration, child, parent_id, onto)
+            if rebased is not None:
+                await self._gate(iteration, rebased, onto, minibatch, rebased_from=child)
+                return True
         if accepted:
             await self._full_train(child.candidate_id)
         return True
 
-    async def _merge(self, iteration: int, pair: tuple[str, str]) -> bool:
+    async def _context(self, parent_id: str, minibatch: Sequence[str]) -> tuple[Evaluation, ...]:
+        """The parent's other train rollouts, read from the cache (no rollout is paid)."""
         d = self._d
-        a, b = (d.state.candidates[c] for c in pair)
-        wins = d.state.frontier.wins()
-        differing = sorted(set(wins.get(a.candidate_id, ())) ^ set(wins.get(b.candidate_id, ())))
-        seeds = differing[:MERGE_MINIBATCH] or self._sampler.next()
+        if parent_id not in d.state.train:
+            return ()
+        others = [s for s in d.state.train_seeds if s not in minibatch]
+        return evaluations_of(
+            await d.queue.cached(d.state.candidates[parent_id].components, others)
+        )
+
+    def _superseded(self, parent_id: str, best_at_start: str | None) -> str | None:
+        """The new best when the parent was the best at the start and has been replaced."""
+        now = self._best_id()
+        if parent_id == best_at_start and now is not None and now != parent_id:
+            return now
+        return None
+
+    async def _rebase(
+        self, iteration: int, child: CandidateRecord, parent_id: str, onto: str
+    ) -> CandidateRecord | None:
+        """``child``'s edit replayed on ``onto`` (a clean three-way merge), or None."""
+        d = self._d
+        parent, best = d.state.candidates[parent_id], d.state.candidates[onto]
+        merged = merge_components(parent.components, best.components, child.components)
+        if merged is None or merged == dict(best.components):
+            await d.events.emit(
+                "rebase",
+                {
+                    "iteration": iteration,
+                    "candidate_id": child.candidate_id,
+                    "onto": onto,
+                    "applied": False,
+                    "reason": "conflict" if merged is None else "already in the best",
+                },
+            )
+            return None
+        rationale = (
+            f"rebased: the edit of {child.candidate_id} (written on {parent_id}) replayed on "
+            f"{onto}, the best candidate when it was done. {child.rationale}"
+        )
+        record = await self._derive(
+            f"{iteration}r", merged, (onto, child.candidate_id), rationale, "merge", iteration
+        )
         await d.events.emit(
-            "iteration", {"iteration": iteration, "merge": list(pair), "minibatch": seeds}
+            "rebase",
+            {
+                "iteration": iteration,
+                "candidate_id": child.candidate_id,
+                "onto": onto,
+                "applied": record is not None,
+                "rebased": record.candidate_id if record else None,
+            },
         )
-        res_a = await d.queue.evaluate(a.candidate_id, a.components, seeds)
-        res_b = await d.queue.evaluate(b.candidate_id, b.components, seeds)
-        request = MergeRequest(
-            program_description=d.description,
-            components=d.components,
-            a=self._view(a.candidate_id),
-            b=self._view(b.candidate_id),
-            evaluations_a=_evaluations(res_a),
-            evaluations_b=_evaluations(res_b),
-            existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
-        )
-        child = await self._proposal(iteration, "merge", pair, lambda: d.proposer.merge(request))
-        if child is None:
+        return record
+
+    # the gate
+
+    async def _gate(
+        self,
+        iteration: int,
+        child: CandidateRecord,
+        parent: str | tuple[str, str],
+        seeds: list[str],
+        *,
+        parent_mb: Mapping[str, SeedResult] | None = None,
+        rebased_from: CandidateRecord | None = None,
+    ) -> bool:
+        """Score ``child`` on ``seeds`` against its parent(s); a rebased child that passes
+        is scored on train at once. Returns whether it passed."""
+        d = self._d
+        parent_ids = (parent,) if isinstance(parent, str) else parent
+        results = [
+            parent_mb
+            if parent_mb is not None
+            else await d.queue.evaluate(p, d.state.candidates[p].components, seeds)
+            for p in parent_ids
+        ]
+        if all(r.reward is not None and r.reward >= 1.0 for res in results for r in res.values()):
+            await d.events.emit(
+                "skipped",
+                {
+                    "iteration": iteration,
+                    "candidate_id": child.candidate_id,
+                    "reason": "the parent already solves every seed of this minibatch",
+                },
+            )
             return False
-        res_c = await d.queue.evaluate(child.candidate_id, child.components, seeds)
-        best_parent = max(gate_total(_rewards(res_a), seeds), gate_total(_rewards(res_b), seeds))
-        accepted = passes_gate(
-            [_rewards(res_a), _rewards(res_b)], _rewards(res_c), seeds, merge=True
-        )
+        child_res = await d.queue.evaluate(child.candidate_id, child.components, seeds)
+        accepted = passes_gate([_rewards(r) for r in results], _rewards(child_res), seeds)
         await d.events.emit(
             "gate",
             {
                 "iteration": iteration,
                 "candidate_id": child.candidate_id,
-                "parent": list(pair),
-                "parent_score": best_parent,
-                "child_score": gate_total(_rewards(res_c), seeds),
+                "parent": parent_ids[0] if len(parent_ids) == 1 else list(parent_ids),
+                "parent_score": max(gate_total(_rewards(r), seeds) for r in results),
+                "child_score": gate_total(_rewards(child_res), seeds),
                 "minibatch": seeds,
                 "accepted": accepted,
+                **({"rebased_from": rebased_from.candidate_id} if rebased_from else {}),
             },
         )
-        if accepted:
+        async with self._lock:
+            d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_res))
+        if accepted and (rebased_from is not None or len(parent_ids) > 1):
             await self._full_train(child.candidate_id)
+        return accepted
+
+    # merges
+
+    async def _merge(self, iteration: int, pair: tuple[str, str]) -> bool:
+        d = self._d
+        ranked = [cid for cid, _ in d.state.ranked(list(pair))]
+        a, b = (d.state.candidates[c] for c in (ranked if len(ranked) == 2 else pair))
+        wins = d.state.frontier.wins()
+        differing = sorted(set(wins.get(a.candidate_id, ())) ^ set(wins.get(b.candidate_id, ())))
+        seeds = differing[:MERGE_MINIBATCH] or self._sampler.next()
+        await d.events.emit(
+            "iteration",
+            {"iteration": iteration, "merge": [a.candidate_id, b.candidate_id], "minibatch": seeds},
+        )
+        child = await self._text_merge(iteration, a, b)
+        if child is None:
+            res_a = await d.queue.evaluate(a.candidate_id, a.components, seeds)
+            res_b = await d.queue.evaluate(b.candidate_id, b.components, seeds)
+            request = MergeRequest(
+                program_description=d.description,
+                components=d.components,
+                a=self._view(a.candidate_id),
+                b=self._view(b.candidate_id),
+                evaluations_a=evaluations_of(res_a),
+                evaluations_b=evaluations_of(res_b),
+                existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
+            )
+            pair = (a.candidate_id, b.candidate_id)
+            child = await self._proposal(
+                iteration, "merge", pair, lambda: d.proposer.merge(request)
+            )
+        if child is None:
+            return False
+        await self._gate(iteration, child, (a.candidate_id, b.candidate_id), seeds)
         return True
+
+    async def _text_merge(
+        self, iteration: int, a: CandidateRecord, b: CandidateRecord
+    ) -> CandidateRecord | None:
+        """``a`` and ``b`` merged on their common ancestor with no reflection call, if clean."""
+        d = self._d
+        base = common_ancestor(self._parents(), a.candidate_id, b.candidate_id, d.state.order())
+        if base is None:
+            return None
+        merged = merge_components(d.state.candidates[base].components, a.components, b.components)
+        if merged is None or merged in (dict(a.components), dict(b.components)):
+            return None
+        rationale = (
+            f"three-way text merge of {a.candidate_id} and {b.candidate_id} on their common "
+            f"ancestor {base}: both edits kept, no reflection call"
+        )
+        return await self._derive(
+            f"{iteration}m", merged, (a.candidate_id, b.candidate_id), rationale, "merge", iteration
+        )
+
+    # candidates
+
+    async def _derive(
+        self,
+        key: str,
+        components: Mapping[str, str],
+        parents: tuple[str, ...],
+        rationale: str,
+        origin: Origin,
+        iteration: int,
+    ) -> CandidateRecord | None:
+        """Store a candidate made without the proposer (replayed by ``key`` on resume)."""
+        d = self._d
+        if key in d.state.proposals:
+            stored = d.state.proposals[key]
+            return d.state.candidates.get(stored) if stored else None
+        chash = content_hash(dict(components))
+        if any(c.content_hash == chash for c in d.state.candidates.values()):
+            d.state.proposals[key] = None
+            await d.checkpoint()
+            return None
+        diffs = {
+            p: unified_diff(d.state.candidates[p].components, dict(components), p) for p in parents
+        }
+        record = CandidateRecord(
+            run_id=d.run_id,
+            candidate_id=candidate_id_for(dict(components)),
+            content_hash=chash,
+            components=dict(components),
+            parents=list(parents),
+            origin=origin,
+            rationale=rationale,
+            diffs=diffs,
+            proposer_usage=ModelUsage(),
+        )
+        return await self._store(key, record, iteration, "".join(diffs.values()), "text-merge")
 
     async def _proposal(
         self,
@@ -280,6 +458,12 @@ class GepaSearch:
             diffs=dict(proposal.diffs) or {parents[0]: proposal.diff},
             proposer_usage=proposal.usage,
         )
+        return await self._store(key, record, iteration, proposal.diff, proposal.mode)
+
+    async def _store(
+        self, key: str, record: CandidateRecord, iteration: int, diff: str, mode: str
+    ) -> CandidateRecord:
+        d = self._d
         await d.workspace.add_candidate(record)
         async with self._lock:
             d.state.add(record)
@@ -290,15 +474,16 @@ class GepaSearch:
             {
                 "candidate_id": record.candidate_id,
                 "parents": record.parents,
-                "origin": origin,
+                "origin": record.origin,
                 "iteration": iteration,
                 "rationale": record.rationale[:1000],
-                "diff": proposal.diff[:4000],
-                "mode": proposal.mode,
+                "diff": diff[:4000],
+                "mode": mode,
             },
         )
         return d.state.candidates[record.candidate_id]
 
     async def _full_train(self, candidate_id: str) -> None:
-        await score_on_train(self._d, self._lock, candidate_id)
+        if candidate_id not in self._d.state.train:
+            await score_on_train(self._d, self._lock, candidate_id)
         self._merge_due = True

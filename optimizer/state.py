@@ -27,6 +27,8 @@ class SearchState:
     minibatch: dict[str, dict[str, float]] = field(default_factory=dict)
     holdout: dict[str, dict[str, float]] = field(default_factory=dict)
     val: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Scored on part of train only: the budget's last evaluation (see ``score_on_train``).
+    partial: dict[str, dict[str, float]] = field(default_factory=dict)
     proposals: dict[str, str | None] = field(default_factory=dict)  # iteration -> candidate or None
     frontier: Frontier = field(default_factory=lambda: Frontier(winners={}, best={}))
     best_history: list[tuple[float, str, float]] = field(default_factory=list)

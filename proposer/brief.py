@@ -11,7 +11,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from proposer.evidence import render_evaluations
+from proposer.evidence import CHARS_PER_TOKEN, render_context, render_evaluations
 from proposer.types import CandidateView, ComponentSpec, Evaluation, MergeRequest, ProposalRequest
 from schemas.exceptions import ProposalRejected, UserError
 
@@ -31,6 +31,7 @@ class Brief:
     evaluations: tuple[tuple[str, Evaluation], ...]  # (label, rollout); label "" for mutations
     frontier: tuple[CandidateView, ...]
     existing_hashes: frozenset[str]
+    context: tuple[Evaluation, ...] = ()  # the parent's other train rollouts (mutations only)
 
     @property
     def parent_ids(self) -> tuple[str, ...]:
@@ -74,6 +75,11 @@ def brief_for_proposal(request: ProposalRequest) -> Brief:
         evaluations=tuple(("", e) for e in request.evaluations),
         frontier=request.frontier,
         existing_hashes=request.existing_hashes,
+        context=tuple(
+            e
+            for e in request.train_evaluations
+            if e.seed not in {x.seed for x in request.evaluations}
+        ),
     )
 
 
@@ -108,7 +114,12 @@ def evidence_for(brief: Brief, *, budget_tokens: int, rng: random.Random) -> str
         return "(no rollouts were provided)"
     if labels == [""]:
         evaluations = [e for _, e in brief.evaluations]
-        return render_evaluations(evaluations, budget_tokens=budget_tokens, rng=rng)
+        if not brief.context:
+            return render_evaluations(evaluations, budget_tokens=budget_tokens, rng=rng)
+        # The minibatch in detail first; the rest of the train split, briefly, in what is left.
+        main = render_evaluations(evaluations, budget_tokens=budget_tokens * 3 // 5, rng=rng)
+        left = budget_tokens - len(main) // CHARS_PER_TOKEN
+        return main + "\n\n" + render_context(brief.context, budget_tokens=left, rng=rng)
     ids = dict(zip(("A", "B"), brief.parent_ids, strict=False))
     sections = []
     for label in labels:

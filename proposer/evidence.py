@@ -18,6 +18,7 @@ from proposer.types import Evaluation
 __all__ = [
     "CHARS_PER_TOKEN",
     "is_failure",
+    "render_context",
     "render_evaluations",
     "render_trace",
     "task_input",
@@ -172,6 +173,42 @@ def render_evaluations(
             lines.append(f"({len(successes) - len(lines)} more successes not shown)")
         sections.append(f"## Successes ({len(successes)}: behaviour to keep)\n" + "\n".join(lines))
     return "\n\n".join(sections)
+
+
+def render_context(
+    evaluations: Sequence[Evaluation], *, budget_tokens: int, rng: random.Random
+) -> str:
+    """The parent's other train rollouts, one line per failure (no traces), under the budget.
+
+    These were paid for when the parent was scored on the whole train split; showing them
+    costs no rollout and lets the model see which mistake patterns are frequent.
+    """
+    failures = [e for e in evaluations if is_failure(e)]
+    head = (
+        f"## Other training examples ({len(failures)} failures of {len(evaluations)} "
+        "already scored with the same version, beyond the minibatch above)"
+    )
+    if not failures:
+        return head + "\n(no other failures: the version above fails only on the minibatch)"
+    budget = max(budget_tokens, 50) * CHARS_PER_TOKEN - len(head)
+    lines: list[tuple[int, str]] = []
+    for index in _shuffled(range(len(failures)), rng):
+        e = failures[index]
+        line = (
+            f"- seed {e.seed} ({_score(e)}): input: "
+            f"{truncate(' '.join(task_input(e).split()), 240, 'input')!r} -> output: "
+            f"{truncate(' '.join(text_of(e.output).split()), 120, 'output')!r}; feedback: "
+            f"{truncate(' '.join(e.feedback.split()), 300, 'feedback')}"
+        )
+        if budget - len(line) < 0:
+            continue
+        budget -= len(line) + 1
+        lines.append((index, line))
+    lines.sort()
+    body = [line for _, line in lines]
+    if len(lines) < len(failures):
+        body.append(f"({len(failures) - len(lines)} more failures not shown: evidence budget)")
+    return head + "\n" + "\n".join(body)
 
 
 def _shuffled(indices: Iterable[int], rng: random.Random) -> list[int]:

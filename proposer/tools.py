@@ -142,13 +142,14 @@ class Workspace:
     def read_trace(self, seed: str) -> str:
         """One rollout's trace; in a merge the seed may be prefixed ``A:`` or ``B:``."""
         label, _, bare = seed.rpartition(":")
-        for tag, evaluation in self.brief.evaluations:
+        known = (*self.brief.evaluations, *(("", e) for e in self.brief.context))
+        for tag, evaluation in known:
             if evaluation.seed == seed or (evaluation.seed == bare and tag == label.strip()):
                 limit = self._config.evidence_token_budget * CHARS_PER_TOKEN // 3
                 return f"trace of {seed} (reward {evaluation.reward}):\n" + render_trace(
                     evaluation, limit
                 )
-        seeds = ", ".join(f"{t}:{e.seed}" if t else e.seed for t, e in self.brief.evaluations)
+        seeds = ", ".join(f"{t}:{e.seed}" if t else e.seed for t, e in known)
         return f"error: no rollout for seed {seed!r}; known seeds: {seeds}"
 
     def list_frontier(self) -> str:

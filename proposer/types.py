@@ -79,6 +79,9 @@ class ProposalRequest:
     frontier: tuple[CandidateView, ...] = ()
     target_components: tuple[str, ...] = ()  # empty = all components
     existing_hashes: frozenset[str] = frozenset()
+    # The parent's other train rollouts, already paid for (its full train evaluation): more
+    # failures to learn from at no rollout cost. Shown after the minibatch, more briefly.
+    train_evaluations: tuple[Evaluation, ...] = ()
 
 
 @dataclass(frozen=True)

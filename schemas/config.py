@@ -46,7 +46,8 @@ class RunConfig(BaseModel):
     # Search.
     concurrency: int = Field(default=4, ge=1, le=512)
     minibatch_size: int = Field(default=4, ge=1)
-    proposals_in_flight: int = Field(default=1, ge=1, le=32)
+    # None: follows the reflection endpoint (optimizer.plan.default_proposals_in_flight).
+    proposals_in_flight: int | None = Field(default=None, ge=1, le=32)
     use_merge: bool = True
     max_merges: int = Field(default=5, ge=0)
     holdout_top_k: int = Field(default=3, ge=1)

@@ -39,12 +39,18 @@ def _answer(messages: list[dict[str, Any]]) -> str:
     mipro = _mipro_answer(text)
     if mipro is not None:
         return mipro
-    labels = sorted({m.lower() for m in EXPECTED.findall(text)} - {"the", "one"})
+    # Like a model, it fixes the failures shown in detail (the minibatch) before the ones
+    # listed briefly from the rest of the train split.
+    detailed, _, brief = text.partition("## Other training examples")
+    labels = [
+        *sorted({m.lower() for m in EXPECTED.findall(detailed)} - {"the", "one"}),
+        *sorted({m.lower() for m in EXPECTED.findall(brief)} - {"the", "one"}),
+    ]
     known = set()
     for found in PROMPT.findall(text):
         known |= {w.strip() for w in found.split(",") if w.strip()}
     # Add at most two new labels per proposal, so the search needs several steps.
-    new = [label for label in labels if label not in known][:2]
+    new = list(dict.fromkeys(label for label in labels if label not in known))[:2]
     words = sorted(known | set(new))
     body = "Answer with the label." + (
         f" Known labels: {', '.join(words)}." if words else " Be precise."

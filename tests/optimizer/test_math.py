@@ -28,25 +28,26 @@ def test_gate_ignores_seeds_where_anyone_errored() -> None:
     assert not passes_gate([parent], {"a": None, "b": None}, ["a", "b"])
 
 
-def test_merge_gate_must_match_the_best_parent() -> None:
+def test_merge_gate_must_beat_the_best_parent_strictly() -> None:
     a, b = {"x": 1.0, "y": 0.0}, {"x": 0.0, "y": 1.0}
-    assert passes_gate([a, b], {"x": 1.0, "y": 0.0}, ["x", "y"], merge=True)
-    assert not passes_gate([a, b], {"x": 0.0, "y": 0.0}, ["x", "y"], merge=True)
+    assert passes_gate([a, b], {"x": 1.0, "y": 1.0}, ["x", "y"])
+    assert not passes_gate([a, b], {"x": 1.0, "y": 0.0}, ["x", "y"])  # a tie adds nothing
+    assert not passes_gate([a, b], {"x": 0.0, "y": 0.0}, ["x", "y"])
 
 
 def test_auto_formula_matches_the_documented_numbers() -> None:
-    # T=20, H=40, m=4, k=3: 20 + 40 + P*(8 + 10) + 3*40
+    # T=20, H=40, m=4, k=3: 20 + 40 + P*(4 + 10) + 40 (+ (k+1)*V with val seeds)
     assert (
         auto_metric_calls("light", train=20, holdout=40, val=0, minibatch=4, top_k=3)
-        == 20 + 40 + 6 * 18 + 120
+        == 20 + 40 + 12 * 14 + 40
     )
     assert (
         auto_metric_calls("medium", train=20, holdout=40, val=0, minibatch=4, top_k=3)
-        == 20 + 40 + 12 * 18 + 120
+        == 20 + 40 + 24 * 14 + 40
     )
     assert (
         auto_metric_calls("heavy", train=20, holdout=40, val=10, minibatch=4, top_k=3)
-        == 20 + 40 + 24 * 18 + 30
+        == 20 + 40 + 48 * 14 + 40 + 4 * 10
     )
     with pytest.raises(UserError, match="light, medium, heavy"):
         auto_metric_calls("huge", train=1, holdout=1, val=0, minibatch=1, top_k=1)
