@@ -247,7 +247,8 @@ async def _result(
 
 
 def _generations(events: Sequence[Event]) -> tuple[dict[str, Any], ...]:
-    """One row per GEPA iteration: the proposal's fate, the gate, the best train mean after it."""
+    """One row per GEPA iteration: the proposal's fate, its (last) gate, the best train mean
+    after it (a rebased proposal's row shows the gate of its rebased text)."""
     rows: dict[int, dict[str, Any]] = {}
     best: float | None = None
     current: int | None = None
@@ -273,7 +274,14 @@ def _generations(events: Sequence[Event]) -> tuple[dict[str, Any], ...]:
             ):
                 if key in d:
                     row[key] = d[key]
-    return tuple(rows[k] for k in sorted(rows))
+    # With proposals in flight, iterations finish out of order: each row gets the best train
+    # mean known once it and every earlier iteration had finished.
+    ordered, so_far = [rows[k] for k in sorted(rows)], None
+    for row in ordered:
+        if row.get("best_train") is not None:
+            so_far = row["best_train"] if so_far is None else max(so_far, row["best_train"])
+        row["best_train"] = so_far
+    return tuple(ordered)
 
 
 class _Workspace:

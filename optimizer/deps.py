@@ -67,12 +67,19 @@ async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str
     d = deps
     record = d.state.candidates[candidate_id]
     seeds = list(d.state.train_seeds)
-    missing = await d.queue.misses(record.components, seeds)
-    room = d.budget.search_room()
-    if room is not None and len(missing) > room:
-        await _score_partially(d, lock, record.candidate_id, seeds, missing, max(room, 0))
-        return
-    results = await d.queue.evaluate(candidate_id, record.components, seeds)
+    while True:
+        missing = await d.queue.misses(record.components, seeds)
+        room = d.budget.search_room()
+        if room is not None and len(missing) > room:
+            await _score_partially(d, lock, record.candidate_id, seeds, missing, max(room, 0))
+            return
+        try:
+            results = await d.queue.evaluate(candidate_id, record.components, seeds)
+            break
+        except BudgetExhausted:
+            if d.budget.search_room() == room:
+                raise
+            # Another worker booked rollouts in between: look at what is left again.
     async with lock:
         previous = set(d.state.frontier.members())
         frontier = d.state.set_train(candidate_id, {s: r.reward for s, r in results.items()})

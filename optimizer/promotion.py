@@ -89,7 +89,12 @@ def selection_need(state: SearchState, plan: RunPlan, baseline_id: str) -> int:
         need = sum(len(plan.val) for cid in ids if cid not in state.val)
         return need + (holdout if any(cid != baseline_id for cid in ids) else 0)
     best = choose_on_train(state, baseline_id)
-    return holdout if best != baseline_id and best not in state.holdout else 0
+    if best in state.holdout:
+        return 0
+    # From the first child that passes a gate on, the winner may be someone else than the
+    # baseline: keep its holdout seeds free before that child's train evaluation is booked.
+    contenders = state.promising | set(state.train) | set(state.partial)
+    return holdout if best != baseline_id or contenders - {baseline_id} else 0
 
 
 async def _score(

@@ -82,6 +82,7 @@ class GepaSearch:
     def __init__(self, deps: SearchDeps) -> None:
         self._d = deps
         self._lock = asyncio.Lock()
+        self._accepting = asyncio.Lock()
         self._sampler = MinibatchSampler(
             deps.state.train_seeds, deps.config.minibatch_size, deps.rng
         )
@@ -177,7 +178,10 @@ class GepaSearch:
         await d.events.emit(
             "iteration", {"iteration": iteration, "parent": parent_id, "minibatch": minibatch}
         )
-        parent_mb = await d.queue.evaluate(parent_id, parent.components, minibatch)
+        parent_mb: Mapping[str, SeedResult] | None = await d.queue.evaluate(
+            parent_id, parent.components, minibatch
+        )
+        assert parent_mb is not None
         if all(r.reward is not None and r.reward >= 1.0 for r in parent_mb.values()):
             await d.events.emit(
                 "skipped", {"iteration": iteration, "reason": "parent is perfect on the minibatch"}
@@ -200,21 +204,26 @@ class GepaSearch:
         )
         if child is None:
             return False
-        if (onto := self._superseded(parent_id, best_at_start)) is not None:
-            rebased = await self._rebase(iteration, child, parent_id, onto)
+        candidate, against, best, rebases = child, parent_id, best_at_start, 0
+        if (onto := self._superseded(against, best)) is not None:
+            rebased = await self._rebase(iteration, rebases, candidate, against, onto)
+            rebases += 1
             if rebased is not None:
-                await self._gate(iteration, rebased, onto, minibatch, rebased_from=child)
-                return True
-        accepted = await self._gate(iteration, child, parent_id, minibatch, parent_mb=parent_mb)
-        if accepted and (onto := self._superseded(parent_id, best_at_start)) is not None:
-            # A sibling became the best while this child was gated: stack the two instead
-            # of paying a full train evaluation for a child of a superseded parent.
-            rebased = await self._rebase(iteration, child, parent_id, onto)
-            if rebased is not None:
-                await self._gate(iteration, rebased, onto, minibatch, rebased_from=child)
-                return True
-        if accepted:
-            await self._full_train(child.candidate_id)
+                candidate, against, best, parent_mb = rebased, onto, onto, None
+        if not await self._gate(iteration, candidate, against, minibatch, parent_mb=parent_mb):
+            return True
+        async with self._accepting:
+            # Children are accepted one at a time: one that passed its gate while a sibling
+            # became the best is stacked on that best instead of starting a parallel branch.
+            while (onto := self._superseded(against, best)) is not None:
+                rebased = await self._rebase(iteration, rebases, candidate, against, onto)
+                rebases += 1
+                if rebased is None:
+                    break
+                if not await self._gate(iteration, rebased, onto, minibatch):
+                    return True
+                candidate, against, best = rebased, onto, onto
+            await self._full_train(candidate.candidate_id)
         return True
 
     async def _context(self, parent_id: str, minibatch: Sequence[str]) -> tuple[Evaluation, ...]:
@@ -235,7 +244,7 @@ class GepaSearch:
         return None
 
     async def _rebase(
-        self, iteration: int, child: CandidateRecord, parent_id: str, onto: str
+        self, iteration: int, attempt: int, child: CandidateRecord, parent_id: str, onto: str
     ) -> CandidateRecord | None:
         """``child``'s edit replayed on ``onto`` (a clean three-way merge), or None."""
         d = self._d
@@ -258,7 +267,12 @@ class GepaSearch:
             f"{onto}, the best candidate when it was done. {child.rationale}"
         )
         record = await self._derive(
-            f"{iteration}r", merged, (onto, child.candidate_id), rationale, "merge", iteration
+            f"{iteration}r{attempt}",
+            merged,
+            (onto, child.candidate_id),
+            rationale,
+            "merge",
+            iteration,
         )
         await d.events.emit(
             "rebase",
@@ -282,10 +296,8 @@ class GepaSearch:
         seeds: list[str],
         *,
         parent_mb: Mapping[str, SeedResult] | None = None,
-        rebased_from: CandidateRecord | None = None,
     ) -> bool:
-        """Score ``child`` on ``seeds`` against its parent(s); a rebased child that passes
-        is scored on train at once. Returns whether it passed."""
+        """Score ``child`` on ``seeds`` against its parent(s); whether it beat them strictly."""
         d = self._d
         parent_ids = (parent,) if isinstance(parent, str) else parent
         results = [
@@ -316,13 +328,13 @@ class GepaSearch:
                 "child_score": gate_total(_rewards(child_res), seeds),
                 "minibatch": seeds,
                 "accepted": accepted,
-                **({"rebased_from": rebased_from.candidate_id} if rebased_from else {}),
             },
         )
         async with self._lock:
             d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_res))
-        if accepted and (rebased_from is not None or len(parent_ids) > 1):
-            await self._full_train(child.candidate_id)
+            if accepted:
+                d.state.promising.add(child.candidate_id)
+                d.refresh_reserve()
         return accepted
 
     # merges
@@ -357,7 +369,9 @@ class GepaSearch:
             )
         if child is None:
             return False
-        await self._gate(iteration, child, (a.candidate_id, b.candidate_id), seeds)
+        if await self._gate(iteration, child, (a.candidate_id, b.candidate_id), seeds):
+            async with self._accepting:
+                await self._full_train(child.candidate_id)
         return True
 
     async def _text_merge(
@@ -447,6 +461,20 @@ class GepaSearch:
             return None
         d.budget.proposer_cost_usd = d.proposer_cost()
         components = {**d.state.candidates[parents[0]].components, **proposal.components}
+        if any(c.content_hash == content_hash(components) for c in d.state.candidates.values()):
+            # Another worker stored the same text while this one was written.
+            d.state.proposals[key] = None
+            await d.events.emit(
+                "proposal_rejected",
+                {
+                    "iteration": iteration,
+                    "parents": list(parents),
+                    "reason": "duplicate",
+                    "message": "another proposal written at the same time has the same text",
+                },
+            )
+            await d.checkpoint()
+            return None
         record = CandidateRecord(
             run_id=d.run_id,
             candidate_id=candidate_id_for(components),

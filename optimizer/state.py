@@ -29,6 +29,7 @@ class SearchState:
     val: dict[str, dict[str, float]] = field(default_factory=dict)
     # Scored on part of train only: the budget's last evaluation (see ``score_on_train``).
     partial: dict[str, dict[str, float]] = field(default_factory=dict)
+    promising: set[str] = field(default_factory=set)  # passed a minibatch gate
     proposals: dict[str, str | None] = field(default_factory=dict)  # iteration -> candidate or None
     frontier: Frontier = field(default_factory=lambda: Frontier(winners={}, best={}))
     best_history: list[tuple[float, str, float]] = field(default_factory=list)

@@ -123,7 +123,10 @@ async def test_run_gepa_returns_per_generation_statistics(tmp_path: Path, splits
     assert gated and all({"parent_score", "child_score", "accepted"} <= set(s) for s in gated)
     bests = [s["best_train"] for s in result.stats if s["best_train"] is not None]
     assert bests == sorted(bests) and bests[-1] > 0
-    assert {m.origin for m in result.population} == {"seed", "mutation"}
+    # use_merge=False: no merge of frontier pairs; proposals written in parallel may still be
+    # rebased onto the best (stored with origin "merge" and the rationale saying so).
+    origins = {m.origin for m in result.population}
+    assert {"seed", "mutation"} <= origins <= {"seed", "mutation", "merge"}
 
 
 def _student() -> Starlette:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -143,3 +144,27 @@ async def test_changed_fingerprint_invalidates_the_cache(ws: Workspace) -> None:
         result = await queue2.evaluate("c1", CANDIDATE, ["s0"])
         assert queue2.key_for(CANDIDATE, "s0") != key_old
     assert result["s0"].cached is False and container.calls["s0"] == 2
+
+
+async def test_a_rollout_in_flight_is_not_sent_twice(ws: Workspace) -> None:
+    # Two proposals that wrote the same text at once: one request per seed, both answered.
+    container, budget = Container(), Budget(max_calls=100)
+    async with await _queue(ws, container, budget) as queue:
+        first, second = await asyncio.gather(
+            queue.evaluate("c1", CANDIDATE, ["s0", "s1", "s2"]),
+            queue.evaluate("c1", CANDIDATE, ["s1", "s2", "s3"]),
+        )
+    assert container.calls == {"s0": 1, "s1": 1, "s2": 1, "s3": 1}
+    assert budget.paid == 4 and budget.booked == 0
+    assert first["s1"].reward == second["s1"].reward == 0.5
+    assert not first["s1"].cached and second["s1"].cached  # the second caller paid nothing
+
+
+async def test_cached_reads_count_no_trial(ws: Workspace) -> None:
+    container, budget = Container(), Budget(max_calls=100)
+    async with await _queue(ws, container, budget) as queue:
+        await queue.evaluate("c1", CANDIDATE, ["s0", "s1"])
+        cached_before = budget.cached
+        found = await queue.cached(CANDIDATE, ["s0", "s1", "s2"])
+        assert set(found) == {"s0", "s1"} and budget.cached == cached_before
+        assert await queue.misses(CANDIDATE, ["s0", "s1", "s2"]) == ["s2"]

@@ -8,7 +8,9 @@ from collections import Counter
 import pytest
 
 from optimizer.frontier import (
+    ancestors,
     build_frontier,
+    common_ancestor,
     complementary_pairs,
     dominates,
     mean_score,
@@ -75,3 +77,29 @@ def test_complementary_pairs_need_wins_on_both_sides() -> None:
     }
     f = build_frontier(scores, ["s1", "s2", "s3"], ["a", "b", "c"])
     assert complementary_pairs(f) == [("a", "b")]
+
+
+LINEAGE = {"base": [], "a": ["base"], "b": ["base"], "a2": ["a"], "m": ["a2", "b"]}
+
+
+def test_ancestors_and_the_most_recent_common_one() -> None:
+    assert ancestors(LINEAGE, "m") == {"a2", "a", "b", "base"}
+    assert ancestors(LINEAGE, "base") == frozenset()
+    order = ["base", "a", "b", "a2", "m"]
+    assert common_ancestor(LINEAGE, "a2", "b", order) == "base"
+    assert common_ancestor(LINEAGE, "m", "a2", order) == "a2"  # one descends from the other
+    assert common_ancestor({"x": [], "y": []}, "x", "y", ["x", "y"]) is None
+
+
+def test_merges_never_pair_a_candidate_with_its_own_ancestor() -> None:
+    # a2 descends from a but dropped a's win on s1; b is another branch.
+    scores = {
+        "a": {"s1": 1, "s2": 0, "s3": 0},
+        "a2": {"s1": 0, "s2": 1, "s3": 0},
+        "b": {"s1": 0, "s2": 0, "s3": 1},
+    }
+    f = build_frontier(scores, ["s1", "s2", "s3"], ["a", "b", "a2"])
+    assert ("a", "a2") in complementary_pairs(f)  # without the lineage they would pair
+    pairs = complementary_pairs(f, LINEAGE)
+    assert ("a", "a2") not in pairs and ("a2", "a") not in pairs
+    assert {frozenset(p) for p in pairs} == {frozenset({"a", "b"}), frozenset({"a2", "b"})}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from proposer import Evaluation
+from proposer.brief import brief_for_proposal, evidence_for
 from proposer.evidence import render_evaluations, render_trace, task_input
 from tests.proposer.fakes import (
     banking_request,
@@ -98,3 +99,35 @@ def test_successes_are_shown_briefly_and_counted() -> None:
     assert "## Successes (5: behaviour to keep)" in text
     assert "- seed ok-0 (reward 1.00): input: 'question 0' -> output: 'card_arrival'" in text
     assert "(2 more successes not shown)" in text
+
+
+def test_the_parents_other_train_failures_follow_the_minibatch_under_one_budget() -> None:
+    minibatch = many_failures(2)
+    context = tuple(
+        rollout(f"other-{i:03d}", f"other query {i} " + "y" * 200, "lost_card", f"label_{i}")
+        for i in range(40)
+    ) + (rollout("other-ok", "fine", "balance", "balance"),)
+    brief = brief_for_proposal(
+        banking_request(evaluations=tuple(minibatch), train_evaluations=context)
+    )
+    text = evidence_for(brief, budget_tokens=1500, rng=random.Random(0))
+    head, sep, rest = text.partition("## Other training examples (40 failures of 41")
+    assert sep and "### seed seed-000" in head  # the minibatch in detail first
+    shown = rest.count("- seed other-")
+    assert 1 <= shown < 40 and f"({40 - shown} more failures not shown" in rest
+    assert "expected label_" in rest or "label_" in rest  # feedback, one line each
+    assert "other-ok" not in rest  # successes of the rest of train are not listed
+    assert len(text) <= 1500 * 4 + 400
+    # A request without context renders exactly as before.
+    plain = brief_for_proposal(banking_request(evaluations=tuple(minibatch)))
+    assert evidence_for(plain, budget_tokens=1500, rng=random.Random(0)) == render_evaluations(
+        minibatch, budget_tokens=1500, rng=random.Random(0)
+    )
+
+
+def test_minibatch_seeds_are_not_repeated_as_context() -> None:
+    minibatch = many_failures(2)
+    brief = brief_for_proposal(
+        banking_request(evaluations=tuple(minibatch), train_evaluations=tuple(many_failures(3)))
+    )
+    assert [e.seed for e in brief.context] == ["seed-002"]

@@ -1,0 +1,79 @@
+"""The run plan (pure): any budget of one call or more runs, and says what it skipped."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from optimizer.plan import MIN_HOLDOUT, default_proposals_in_flight, plan_run
+
+TRAIN = [f"t{i}" for i in range(24)]
+HOLDOUT = [f"h{i}" for i in range(36)]
+VAL = [f"v{i}" for i in range(10)]
+
+
+def _plan(limit: int | None, val: list[str] | None = None, seed: int = 0):  # type: ignore[no-untyped-def]
+    return plan_run(
+        limit, train=TRAIN, holdout=HOLDOUT, val=val or [], top_k=3, rng=random.Random(seed)
+    )
+
+
+@pytest.mark.parametrize("limit", [None, 372, 120])
+def test_a_budget_for_a_full_run_skips_nothing(limit: int | None) -> None:
+    plan = _plan(limit)
+    assert plan.search and not plan.skipped
+    assert plan.train == tuple(TRAIN) and plan.holdout == tuple(HOLDOUT)
+    assert plan.selection_split == "train"
+
+
+def test_val_seeds_choose_the_winner_when_the_budget_pays_for_them() -> None:
+    plan = _plan(200, VAL)
+    assert plan.selection_split == "val" and plan.top_k == 3 and not plan.skipped
+    fewer = _plan(150, VAL)  # 24 + 36 + 24 + 36 = 120; 30 left: (k + 1) * 10 -> k = 2
+    assert fewer.top_k == 2 and "2 instead of 3" in fewer.skipped[0]
+    none = _plan(125, VAL)
+    assert none.selection_split == "train" and "no val selection" in none.skipped[0]
+
+
+def test_holdout_is_subsampled_before_the_search_is_given_up() -> None:
+    plan = _plan(100)  # 24 + 24 + 2h <= 100 -> h = 26
+    assert plan.search and len(plan.holdout) == 26
+    assert set(plan.holdout) <= set(HOLDOUT)
+    assert list(plan.holdout) == [h for h in HOLDOUT if h in plan.holdout]  # program order
+    assert plan.skipped == ("holdout subsampled to 26 of 36 seeds",)
+    assert _plan(100).holdout == plan.holdout  # the same seed draws the same seeds
+    assert len(_plan(24 + 24 + 2 * MIN_HOLDOUT).holdout) == MIN_HOLDOUT
+
+
+def test_below_a_search_only_the_baseline_is_scored() -> None:
+    plan = _plan(60)
+    assert not plan.search and len(plan.train) == 24 and len(plan.holdout) == 36
+    assert "no search" in plan.skipped[0] and "not evaluated" in plan.skipped[0]
+
+
+@pytest.mark.parametrize(("limit", "train", "holdout"), [(1, 1, 0), (2, 1, 1), (10, 4, 6)])
+def test_tiny_budgets_score_the_baseline_on_what_they_pay_for(
+    limit: int, train: int, holdout: int
+) -> None:
+    plan = _plan(limit)
+    assert not plan.search
+    assert (len(plan.train), len(plan.holdout)) == (train, holdout)
+    assert len(plan.train) + len(plan.holdout) == limit
+    assert f"baseline scored on {train} of 24 train seeds" in plan.skipped
+    assert f"baseline scored on {holdout} of 36 holdout seeds" in plan.skipped
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (None, 4),
+        ("https://api.openai.com/v1", 4),
+        ("https://openrouter.ai/api/v1", 4),
+        ("http://127.0.0.1:8013/v1", 1),
+        ("http://localhost:8080/v1", 1),
+        ("http://[::1]:8013/v1", 1),
+    ],
+)
+def test_default_proposals_in_flight_follow_the_endpoint(url: str | None, expected: int) -> None:
+    assert default_proposals_in_flight(url) == expected
