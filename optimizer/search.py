@@ -22,12 +22,13 @@ What keeps parallel proposals as good as sequential ones:
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from optimizer.deps import ProposerLike, SearchDeps, score_on_train
 from optimizer.dispatch import SeedResult
 from optimizer.frontier import common_ancestor, complementary_pairs, sample_parent
-from optimizer.gate import gate_total, passes_gate
+from optimizer.gate import gate_total, passes_gate, ties
 from optimizer.merge3 import merge_components
 from optimizer.minibatch import MinibatchSampler
 from proposer import (
@@ -51,6 +52,10 @@ from schemas import (
 __all__ = ["GepaSearch", "ProposerLike", "SearchDeps", "evaluations_of"]
 
 MERGE_MINIBATCH = 6
+# Other failing train seeds shown briefly to the proposer, per minibatch seed (see _gate).
+CONTEXT_PER_MINIBATCH = 2
+# A text written again after it failed its gate is gated again this many times at most.
+MAX_REGATES = 2
 
 
 def evaluations_of(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
@@ -91,6 +96,8 @@ class GepaSearch:
         self._merges = 0
         self._idle = 0
         self._stop: str | None = None
+        self._gating: set[str] = set()  # candidates being gated or scored right now
+        self._gates: Counter[str] = Counter()  # gates each candidate went through
 
     @property
     def stop_reason(self) -> str | None:
@@ -139,6 +146,31 @@ class GepaSearch:
             diff_from_parent=diff,
         )
 
+    def _regatable(self, candidate_id: str) -> bool:
+        """A child that failed its gate and is not being evaluated: it may be tried again.
+
+        Proposers often write the same text again from another minibatch; a child rejected on
+        one unlucky minibatch then gets a second gate, where its seeds already scored are
+        cached (free), instead of being thrown away as a duplicate.
+        """
+        s = self._d.state
+        return (
+            self._gates[candidate_id] <= MAX_REGATES
+            and candidate_id in s.minibatch
+            and candidate_id not in s.train
+            and candidate_id not in s.partial
+            and candidate_id not in s.promising
+            and candidate_id not in self._gating
+        )
+
+    def _settled_hashes(self) -> frozenset[str]:
+        """Content hashes a proposal must not repeat (every candidate but re-gatable ones)."""
+        return frozenset(
+            c.content_hash
+            for cid, c in self._d.state.candidates.items()
+            if not self._regatable(cid)
+        )
+
     def _best_id(self) -> str | None:
         best = self._d.state.best()
         return best[0] if best else None
@@ -175,6 +207,8 @@ class GepaSearch:
     ) -> bool:
         d = self._d
         parent = d.state.candidates[parent_id]
+        async with self._lock:
+            minibatch, context = self._evidence_seeds(parent_id, minibatch)
         await d.events.emit(
             "iteration", {"iteration": iteration, "parent": parent_id, "minibatch": minibatch}
         )
@@ -196,8 +230,8 @@ class GepaSearch:
             evaluations=evaluations_of(parent_mb),
             frontier=tuple(self._view(c) for c in d.state.frontier.members() if c != parent_id),
             target_components=target,
-            existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
-            train_evaluations=await self._context(parent_id, minibatch),
+            existing_hashes=self._settled_hashes(),
+            train_evaluations=await self._context(parent_id, context),
         )
         child = await self._proposal(
             iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request)
@@ -210,7 +244,9 @@ class GepaSearch:
             rebases += 1
             if rebased is not None:
                 candidate, against, best, parent_mb = rebased, onto, onto, None
-        if not await self._gate(iteration, candidate, against, minibatch, parent_mb=parent_mb):
+        if not await self._gate(
+            iteration, candidate, against, minibatch, parent_mb=parent_mb, extension=context
+        ):
             return True
         async with self._accepting:
             # Children are accepted one at a time: one that passed its gate while a sibling
@@ -220,21 +256,37 @@ class GepaSearch:
                 rebases += 1
                 if rebased is None:
                     break
-                if not await self._gate(iteration, rebased, onto, minibatch):
+                if not await self._gate(iteration, rebased, onto, minibatch, extension=context):
                     return True
                 candidate, against, best = rebased, onto, onto
             await self._full_train(candidate.candidate_id)
         return True
 
-    async def _context(self, parent_id: str, minibatch: Sequence[str]) -> tuple[Evaluation, ...]:
-        """The parent's other train rollouts, read from the cache (no rollout is paid)."""
+    def _evidence_seeds(self, parent_id: str, rotation: list[str]) -> tuple[list[str], list[str]]:
+        """The minibatch (half of it the parent's failures) and other failures to show briefly.
+
+        A fully evaluated parent's train scores are cached, so choosing seeds where it fails
+        costs nothing and gives the reflection something to fix; the rest of the minibatch
+        comes from the rotation and catches regressions. The brief failures are bounded so
+        that the gate can extend onto every seed the proposer was shown (``_gate``).
+        """
+        scores = self._d.state.train.get(parent_id)
+        if scores is None:
+            return rotation, []
+        failing = [s for s in self._d.state.train_seeds if scores.get(s, 1.0) < 1.0]
+        self._d.rng.shuffle(failing)
+        k = min(len(failing), -(-len(rotation) // 2))
+        chosen = failing[:k]
+        minibatch = chosen + [s for s in rotation if s not in chosen][: len(rotation) - k]
+        others = [s for s in failing if s not in minibatch]
+        return minibatch, others[: CONTEXT_PER_MINIBATCH * len(minibatch)]
+
+    async def _context(self, parent_id: str, seeds: Sequence[str]) -> tuple[Evaluation, ...]:
+        """The parent's rollouts on ``seeds``, read from the cache (no rollout is paid)."""
         d = self._d
-        if parent_id not in d.state.train:
+        if parent_id not in d.state.train or not seeds:
             return ()
-        others = [s for s in d.state.train_seeds if s not in minibatch]
-        return evaluations_of(
-            await d.queue.cached(d.state.candidates[parent_id].components, others)
-        )
+        return evaluations_of(await d.queue.cached(d.state.candidates[parent_id].components, seeds))
 
     def _superseded(self, parent_id: str, best_at_start: str | None) -> str | None:
         """The new best when the parent was the best at the start and has been replaced."""
@@ -296,8 +348,15 @@ class GepaSearch:
         seeds: list[str],
         *,
         parent_mb: Mapping[str, SeedResult] | None = None,
+        extension: Sequence[str] = (),
     ) -> bool:
-        """Score ``child`` on ``seeds`` against its parent(s); whether it beat them strictly."""
+        """Score ``child`` on ``seeds`` against its parent(s); whether it beat them strictly.
+
+        A child that scores exactly like its parent on every minibatch seed may have fixed a
+        failure the proposer was shown outside the minibatch: it is then scored on those
+        ``extension`` seeds too, a minibatch at a time, until it is better or worse overall.
+        Its rollouts are reused by its full train evaluation if it passes.
+        """
         d = self._d
         parent_ids = (parent,) if isinstance(parent, str) else parent
         results = [
@@ -316,8 +375,63 @@ class GepaSearch:
                 },
             )
             return False
-        child_res = await d.queue.evaluate(child.candidate_id, child.components, seeds)
-        accepted = passes_gate([_rewards(r) for r in results], _rewards(child_res), seeds)
+        self._gating.add(child.candidate_id)
+        self._gates[child.candidate_id] += 1
+        try:
+            first = await d.queue.evaluate(child.candidate_id, child.components, seeds)
+            seeds, child_res = await self._extend(
+                child, parent_ids, results, first, seeds, extension
+            )
+            accepted = passes_gate([_rewards(r) for r in results], _rewards(child_res), seeds)
+            await self._record_gate(
+                iteration, child, parent_ids, results, child_res, seeds, accepted
+            )
+        finally:
+            self._gating.discard(child.candidate_id)
+        return accepted
+
+    async def _extend(
+        self,
+        child: CandidateRecord,
+        parent_ids: tuple[str, ...],
+        results: list[Mapping[str, SeedResult]],
+        child_res: Mapping[str, SeedResult],
+        seeds: list[str],
+        extension: Sequence[str],
+    ) -> tuple[list[str], Mapping[str, SeedResult]]:
+        """While the child ties its parent seed for seed, score both on more ``extension`` seeds.
+
+        Updates ``results`` (the parents' rollouts) in place; the parents' are cached when
+        they were fully evaluated, so only the child's rollouts are paid.
+        """
+        d, seeds = self._d, list(seeds)
+        step = max(1, len(seeds))
+        for at in range(0, len(extension), step):
+            parents = [_rewards(r) for r in results]
+            if passes_gate(parents, _rewards(child_res), seeds) or not ties(
+                parents, _rewards(child_res), seeds
+            ):
+                break
+            chunk = [s for s in extension[at : at + step] if s not in seeds]
+            for i, p in enumerate(parent_ids):
+                more = await d.queue.evaluate(p, d.state.candidates[p].components, chunk)
+                results[i] = {**results[i], **more}
+            more = await d.queue.evaluate(child.candidate_id, child.components, chunk)
+            child_res = {**child_res, **more}
+            seeds += chunk
+        return seeds, child_res
+
+    async def _record_gate(
+        self,
+        iteration: int,
+        child: CandidateRecord,
+        parent_ids: tuple[str, ...],
+        results: list[Mapping[str, SeedResult]],
+        child_res: Mapping[str, SeedResult],
+        seeds: list[str],
+        accepted: bool,
+    ) -> None:
+        d = self._d
         await d.events.emit(
             "gate",
             {
@@ -335,7 +449,6 @@ class GepaSearch:
             if accepted:
                 d.state.promising.add(child.candidate_id)
                 d.refresh_reserve()
-        return accepted
 
     # merges
 
@@ -461,6 +574,21 @@ class GepaSearch:
             return None
         d.budget.proposer_cost_usd = d.proposer_cost()
         components = {**d.state.candidates[parents[0]].components, **proposal.components}
+        again = next(
+            (
+                cid
+                for cid, c in d.state.candidates.items()
+                if c.content_hash == content_hash(components) and self._regatable(cid)
+            ),
+            None,
+        )
+        if again is not None and origin == "mutation":
+            d.state.proposals[key] = again
+            await d.checkpoint()
+            await d.events.emit(
+                "regate", {"iteration": iteration, "candidate_id": again, "parent": parents[0]}
+            )
+            return d.state.candidates[again]
         if any(c.content_hash == content_hash(components) for c in d.state.candidates.values()):
             # Another worker stored the same text while this one was written.
             d.state.proposals[key] = None

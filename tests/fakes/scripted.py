@@ -95,6 +95,10 @@ class ScriptedProposer:
     pick: Callable[[list[str], int], str] = lambda labels, n: labels[0]
     # Each proposal also rewrites the first line, so two edits of one parent conflict.
     conflicting: bool = False
+    # Fix a failure shown only among the other train failures, not in the minibatch.
+    from_context: bool = False
+    # Always add this line, whatever the failures (a proposal that fixes nothing).
+    fixed_label: str | None = None
 
     def hold(self, n: int) -> asyncio.Event:
         """The event the n-th proposal waits for."""
@@ -108,14 +112,22 @@ class ScriptedProposer:
         self.total_usage = self.total_usage + ModelUsage(calls=1)
         text = request.parent.components["system_prompt"]
         known = {line[2:].strip() for line in text.splitlines() if line.startswith("- ")}
+        shown = request.evaluations
+        if self.from_context:
+            in_minibatch = {m.group(1) for e in shown if (m := FEEDBACK.search(e.feedback))}
+            shown = tuple(
+                e
+                for e in request.train_evaluations
+                if (m := FEEDBACK.search(e.feedback)) and m.group(1) not in in_minibatch
+            )
         failing = [
             m.group(1)
-            for e in request.evaluations
+            for e in shown
             if (m := FEEDBACK.search(e.feedback)) and m.group(1) not in known
         ]
-        if not failing:
+        if not failing and self.fixed_label is None:
             raise ProposalRejected("unchanged", "nothing to fix")
-        label = self.pick(sorted(set(failing)), n)
+        label = self.fixed_label or self.pick(sorted(set(failing)), n)
         if self.conflicting:
             head, *rest = text.splitlines()
             text = "\n".join([f"{BASELINE} (version {n})", *rest])

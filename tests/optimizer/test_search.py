@@ -18,7 +18,7 @@ from optimizer.budget import Budget
 from optimizer.deps import SearchDeps
 from optimizer.events import EventSink
 from optimizer.run import RunResult, run_optimization
-from optimizer.search import GepaSearch
+from optimizer.search import CONTEXT_PER_MINIBATCH, MAX_REGATES, GepaSearch
 from optimizer.state import SearchState
 from proposer import ComponentSpec
 from schemas import CandidateRecord, Event, RunConfig, candidate_id_for, content_hash
@@ -73,10 +73,46 @@ async def test_sequential_run_shows_the_parents_train_failures_and_pays_no_rollo
     first = proposer.seen[0]
     minibatch = {e.seed for e in first.evaluations}
     context = {e.seed for e in first.train_evaluations}
-    # The rest of the train split, from the baseline's cached evaluation: no rollout paid.
+    # Other failures from the baseline's cached train evaluation (no rollout paid), bounded so
+    # that the gate can extend onto every one of them.
     assert context and not context & minibatch
-    assert len(context | minibatch) == 2 * len(LABELS)
-    assert all("expected" in e.feedback for e in first.train_evaluations)
+    assert len(context) == CONTEXT_PER_MINIBATCH * len(minibatch)
+    assert all(e.reward == 0.0 and "expected" in e.feedback for e in first.train_evaluations)
+
+
+async def test_a_fix_of_a_failure_shown_outside_the_minibatch_passes_on_the_extended_gate(
+    tmp_path: Path,
+) -> None:
+    # The proposer fixes a label it saw only among the other train failures: the child ties
+    # its parent on the minibatch, so the gate scores both on those failures too.
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer(from_context=True)
+    events: list[Event] = []
+    result = await _run(tmp_path, container, proposer, events, proposals_in_flight=1)
+    first = next(e.data for e in events if e.type == "gate")
+    assert first["accepted"] and len(first["minibatch"]) > 2
+    assert first["child_score"] > first["parent_score"]
+    assert result.promoted
+    assert max(container.calls.values()) == 1  # the gate's rollouts were reused on train
+
+
+async def test_a_child_that_fixes_nothing_is_rejected_after_every_seed_it_was_shown(
+    tmp_path: Path,
+) -> None:
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer(fixed_label="zzz")
+    events: list[Event] = []
+    await _run(tmp_path, container, proposer, events, proposals_in_flight=1)
+    gates = [e.data for e in events if e.type == "gate"]
+    assert gates and not any(g["accepted"] for g in gates)
+    shown = {e.seed for e in proposer.seen[0].evaluations + proposer.seen[0].train_evaluations}
+    assert set(gates[0]["minibatch"]) == shown  # extended onto every failure it was shown
+    child = gates[0]["candidate_id"]
+    # The same text written again is gated again (a new minibatch) a bounded number of times,
+    # then refused as a duplicate; the seeds it already ran on are never paid for twice.
+    regates = [e.data for e in events if e.type == "regate"]
+    assert len(regates) == MAX_REGATES and all(r["candidate_id"] == child for r in regates)
+    rejected = [e.data["reason"] for e in events if e.type == "proposal_rejected"]
+    assert rejected and set(rejected) == {"duplicate"}
+    assert max(container.calls.values()) == 1
 
 
 async def test_a_stale_proposal_is_rebased_onto_the_new_best(tmp_path: Path) -> None:

@@ -1,0 +1,498 @@
+"""The race: gepa-runtime against gepa-ai/gepa 0.1.4 on identical work, one table out.
+
+    .venv/bin/python bench/race.py                       # 3 simulated tasks x 3 seeds, 4 contestants
+    .venv/bin/python bench/race.py --tasks additive --seeds 0 --time-scale 0.25   # a quick look
+    .venv/bin/python bench/race.py --tasks banking77 --seeds 0,1,2                # the real task
+
+Identical work: every contestant of a (task, seed) talks to the same container process and
+the same reflection server, with the same concurrency and the same total container calls
+(gepa-ai gets ``--gepa-budget`` for its search plus its holdout calls, the baseline and its
+best on every holdout seed; gepa-runtime gets ``--max-metric-calls`` equal to that sum).
+Contestants run one after another; the counters of both servers are reset in between.
+
+- ``ours-1`` / ``ours-4``: ``gepa-runtime optimize run`` with 1 and 4 proposals in flight
+  (text-mode proposer);
+- ``gepa-seq`` / ``gepa-pxn``: gepa-ai 0.1.4's ``optimize`` with its defaults, and with
+  ``PxNSampling(2, 2)`` whose reflections overlap through the LM's ``batch_complete``
+  (``bench/race_gepa.py``, run in its own venv made by ``bench/gepa_env.py``).
+
+Simulated tasks (``bench/race_tasks.py``): ``additive``, ``interacting``, ``noisy``, the
+container answering in ``--latency`` seconds; the simulated hosted reflection model
+(``bench/race_reflector.py``) answers in ``--reflection-latency`` seconds, concurrently.
+``banking77`` runs the real Banking77 container on the local 0.5B student with the local 1.5B
+reflection model (one llama.cpp server each; 1 proposal in flight is all it can serve).
+
+Columns: wall seconds; container calls (counted by the container); reflection calls (counted
+by the reflection server); heldout accuracy of the baseline and of the winner; the seconds
+until the run first reached the final train score of gepa-ai sequential on the same seed
+("-" when it never did); for gepa-runtime, the share of its budget left unspent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from gepa_env import ensure_gepa_python  # noqa: E402
+
+from optimizer.local_models import free_port  # noqa: E402
+from workspace import Workspace  # noqa: E402
+
+SIMULATED = ("additive", "interacting", "noisy")
+CONTESTANTS = ("gepa-seq", "ours-1", "ours-4", "gepa-pxn")
+DUMMY_KEY = "sk-race-no-key"
+
+
+@dataclass
+class Result:
+    """One contestant's run on one (task, seed)."""
+
+    task: str
+    seed: int
+    contestant: str
+    wall_s: float
+    container_calls: int
+    reflection_calls: int
+    holdout_baseline: float | None
+    holdout_best: float | None
+    train_best: float | None
+    timeline: list[tuple[float, float]] = field(default_factory=list)  # (s since start, best)
+    budget: int | None = None
+    paid: int | None = None
+    stop_reason: str = ""
+    max_reflections_in_flight: int | None = None
+    to_target_s: float | None = None
+
+
+# processes
+
+
+@contextlib.contextmanager
+def _serve(
+    cmd: Sequence[str], url: str, what: str, env: dict[str, str] | None = None
+) -> Iterator[None]:
+    """Start one process, wait until ``url`` answers, always stop it by its own pid."""
+    proc = subprocess.Popen(list(cmd), cwd=ROOT, env=env or dict(os.environ))
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"{what} exited with code {proc.returncode}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url, timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{what} did not answer {url} within 120 s")
+            time.sleep(0.2)
+        yield
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@dataclass
+class Arena:
+    """Where a (task, seed) is raced: the container and reflection endpoints."""
+
+    task: str
+    seed: int
+    container: str
+    reflection: str  # OpenAI-compatible base URL (ends in /v1)
+    reflection_model: str
+    gepa_budget: int
+    holdout: int
+    concurrency: int
+    counted: bool  # the servers count calls (/stats, /reset): the simulated ones do
+    ours_extra: tuple[str, ...] = ()
+    reflection_max_tokens: int = 2048
+    env: dict[str, str] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        if self.counted:
+            httpx.post(f"{self.container}/reset", timeout=10).raise_for_status()
+            httpx.post(f"{self.reflection[: -len('/v1')]}/reset", timeout=10).raise_for_status()
+
+    def stats(self) -> tuple[int, int, int]:
+        """(container calls, reflection calls, most reflections in flight at once)."""
+        rollouts = httpx.get(f"{self.container}/stats", timeout=10).json()
+        refl = httpx.get(f"{self.reflection[: -len('/v1')]}/stats", timeout=10).json()
+        return rollouts.get("rollouts", 0), refl["calls"], refl["max_in_flight"]
+
+
+# contestants
+
+
+def run_ours(arena: Arena, in_flight: int, workdir: Path) -> Result:
+    """``gepa-runtime optimize run`` with ``in_flight`` proposals, in a fresh workspace."""
+    workspace = workdir / f"ours-{in_flight}"
+    budget = arena.gepa_budget + 2 * arena.holdout
+    cmd = [
+        str(ROOT / ".venv" / "bin" / "gepa-runtime"),
+        "optimize",
+        "run",
+        "--quiet",
+        "--workspace",
+        str(workspace),
+        "--container",
+        arena.container,
+        "--reflection-model",
+        arena.reflection_model,
+        "--reflection-base-url",
+        arena.reflection,
+        "--proposer-mode",
+        "text",
+        "--reflection-max-tokens",
+        str(arena.reflection_max_tokens),
+        "--concurrency",
+        str(arena.concurrency),
+        "--proposals-in-flight",
+        str(in_flight),
+        "--seed",
+        str(arena.seed),
+        "--max-metric-calls",
+        str(budget),
+        *arena.ours_extra,
+    ]
+    arena.reset()
+    started, t0 = time.time(), time.monotonic()
+    done = subprocess.run(
+        cmd, cwd=ROOT, env={**os.environ, **arena.env}, capture_output=True, text=True
+    )
+    wall = time.monotonic() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"ours-{in_flight} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    packet = json.loads(next(workspace.glob("runs/*/evidence.json")).read_text())
+    timeline = asyncio.run(_our_timeline(workspace, packet["run_id"], started))
+    calls, reflections, most = (
+        arena.stats()
+        if arena.counted
+        else (
+            packet["rollouts"]["paid"],
+            packet["usage"]["proposer"].get("calls", 0),
+            None,
+        )
+    )
+    return Result(
+        task=arena.task,
+        seed=arena.seed,
+        contestant=f"ours-{in_flight}",
+        wall_s=wall,
+        container_calls=calls,
+        reflection_calls=reflections,
+        holdout_baseline=packet["baseline"]["holdout"],
+        holdout_best=packet["best"]["holdout"],
+        train_best=max((m for _, m in timeline), default=None),
+        timeline=timeline,
+        budget=budget,
+        paid=packet["rollouts"]["paid"],
+        stop_reason=packet.get("stop_reason") or "",
+        max_reflections_in_flight=most,
+    )
+
+
+async def _our_timeline(workspace: Path, run_id: str, started: float) -> list[tuple[float, float]]:
+    """(seconds since the process started, best full-train mean so far) at each new best."""
+    out: list[tuple[float, float]] = []
+    async with Workspace(workspace) as ws:
+        after = 0
+        while batch := await ws.events_since(run_id, after, 1000):
+            after = batch[-1].seq
+            for event in batch:
+                data = event.data
+                if (
+                    event.type == "scored"
+                    and data.get("split") == "train"
+                    and data.get("mean") is not None
+                ) and (not out or data["mean"] > out[-1][1]):
+                    out.append((event.ts - started, float(data["mean"])))
+    return out
+
+
+def run_gepa(arena: Arena, mode: str, python: Path, workdir: Path) -> Result:
+    """gepa-ai 0.1.4 through ``bench/race_gepa.py`` in its own venv."""
+    out = workdir / f"gepa-{mode}.json"
+    cmd = [
+        str(python),
+        str(ROOT / "bench" / "race_gepa.py"),
+        "--container",
+        arena.container,
+        "--reflection-base-url",
+        arena.reflection,
+        "--reflection-model",
+        arena.reflection_model,
+        "--reflection-max-tokens",
+        str(arena.reflection_max_tokens),
+        "--max-metric-calls",
+        str(arena.gepa_budget),
+        "--concurrency",
+        str(arena.concurrency),
+        "--seed",
+        str(arena.seed),
+        "--mode",
+        mode,
+        "--out",
+        str(out),
+    ]
+    arena.reset()
+    started, t0 = time.time(), time.monotonic()
+    done = subprocess.run(
+        cmd, cwd=ROOT, env={**os.environ, **arena.env}, capture_output=True, text=True
+    )
+    wall = time.monotonic() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"gepa-{mode} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    data = json.loads(out.read_text())
+    # The runner's clock starts after its imports: shift its timeline onto the process's.
+    offset = data["started_at"] - started if "started_at" in data else 0.0
+    timeline: list[tuple[float, float]] = []
+    for t, mean in data["timeline"]:
+        if not timeline or mean > timeline[-1][1]:
+            timeline.append((t + offset, mean))
+    calls, reflections, most = (
+        arena.stats()
+        if arena.counted
+        else (
+            data["container_calls_made"],
+            data["reflection_calls"],
+            None,
+        )
+    )
+    return Result(
+        task=arena.task,
+        seed=arena.seed,
+        contestant=f"gepa-{mode}",
+        wall_s=wall,
+        container_calls=calls,
+        reflection_calls=reflections,
+        holdout_baseline=data["holdout_baseline"],
+        holdout_best=data["holdout_best"],
+        train_best=data["train_best"],
+        timeline=timeline,
+        max_reflections_in_flight=most,
+    )
+
+
+def run_one(arena: Arena, contestant: str, gepa_python: Path | None, workdir: Path) -> Result:
+    """Dispatch on the contestant's name."""
+    kind, _, arg = contestant.partition("-")
+    if kind == "ours":
+        return run_ours(arena, int(arg), workdir)
+    assert gepa_python is not None
+    return run_gepa(arena, arg, gepa_python, workdir)
+
+
+# arenas
+
+
+@contextlib.contextmanager
+def simulated(task: str, seed: int, args: argparse.Namespace) -> Iterator[Arena]:
+    """The simulated container and hosted reflection model for one (task, seed)."""
+    cport, rport = free_port(), free_port()
+    py = str(ROOT / ".venv" / "bin" / "python")
+    container = [
+        py, str(ROOT / "bench" / "race_tasks.py"), "--task", task, "--port", str(cport),
+        "--latency", str(args.latency * args.time_scale), "--seed", str(seed),
+    ]  # fmt: skip
+    reflector = [
+        py, str(ROOT / "bench" / "race_reflector.py"), "--port", str(rport),
+        "--latency", str(args.reflection_latency * args.time_scale),
+    ]  # fmt: skip
+    with (
+        _serve(container, f"http://127.0.0.1:{cport}/health", f"the {task} container"),
+        _serve(reflector, f"http://127.0.0.1:{rport}/stats", "the simulated reflection model"),
+    ):
+        program = httpx.get(f"http://127.0.0.1:{cport}/program", timeout=10).json()
+        yield Arena(
+            task=task,
+            seed=seed,
+            container=f"http://127.0.0.1:{cport}",
+            reflection=f"http://127.0.0.1:{rport}/v1",
+            reflection_model="sim",
+            gepa_budget=args.gepa_budget or 300,
+            holdout=len(program["seeds"]["holdout"]),
+            concurrency=args.concurrency,
+            counted=True,
+            env={"OPENAI_API_KEY": DUMMY_KEY},
+        )
+
+
+@contextlib.contextmanager
+def banking77(seed: int, args: argparse.Namespace) -> Iterator[Arena]:
+    """The Banking77 container on the local 0.5B student, the local 1.5B as reflection model."""
+    from optimizer.local_models import install_models, serve_models
+
+    install_models(student=True, reflection="1.5b")
+    with serve_models(
+        student_port=free_port(), reflection_port=free_port(), reflection="1.5b"
+    ) as m:
+        assert m.reflection is not None
+        env = {
+            "OPENAI_API_KEY": DUMMY_KEY,
+            "OPENAI_BASE_URL": m.student.base_url,
+            "GEPA_STUDENT_MODEL": "student",
+        }
+        port = free_port()
+        cmd = [
+            str(ROOT / ".venv" / "bin" / "python"), "-m", "examples.banking77", "--port", str(port),
+            "--train-size", "24", "--holdout-size", "40",
+        ]  # fmt: skip
+        with _serve(
+            cmd, f"http://127.0.0.1:{port}/health", "the Banking77 container", {**os.environ, **env}
+        ):
+            yield Arena(
+                task="banking77",
+                seed=seed,
+                container=f"http://127.0.0.1:{port}",
+                reflection=m.reflection.base_url,
+                reflection_model="reflection",
+                gepa_budget=args.gepa_budget or 224,
+                holdout=40,
+                concurrency=args.concurrency,
+                counted=False,
+                # As the README's main job: bounded reflections, a search that stops when idle.
+                ours_extra=("--max-prompt-chars", "2500", "--max-idle-iterations", "6"),
+                reflection_max_tokens=700,
+                env=env,
+            )
+
+
+# the table
+
+
+def _with_targets(results: list[Result]) -> None:
+    """Seconds until each run first reached gepa-seq's final train score on its seed."""
+    for r in results:
+        ref = next(
+            (
+                x
+                for x in results
+                if x.contestant == "gepa-seq" and (x.task, x.seed) == (r.task, r.seed)
+            ),
+            None,
+        )
+        if ref is None or ref.train_best is None:
+            continue
+        r.to_target_s = next((t for t, m in r.timeline if m >= ref.train_best - 1e-9), None)
+
+
+def _fmt(values: Sequence[float | None], digits: int = 3) -> str:
+    got = [v for v in values if v is not None]
+    return f"{statistics.mean(got):.{digits}f}" if got else "-"
+
+
+def table(results: list[Result]) -> str:
+    """Per-run rows, then per (task, contestant) means."""
+    lines = [
+        f"{'task':<12} {'run':<9} {'seed':>4} {'wall s':>7} {'calls':>6} {'refl':>5} "
+        f"{'heldout base -> best':>21} {'train best':>10} {'t->target':>9} {'unspent':>7}",
+    ]
+    for r in results:
+        unspent = f"{(r.budget - r.paid) / r.budget:.1%}" if r.budget and r.paid is not None else ""
+        target = f"{r.to_target_s:.1f}" if r.to_target_s is not None else "-"
+        lines.append(
+            f"{r.task:<12} {r.contestant:<9} {r.seed:>4} {r.wall_s:>7.1f} {r.container_calls:>6} "
+            f"{r.reflection_calls:>5} {_fmt([r.holdout_baseline]):>10} -> {_fmt([r.holdout_best]):<8}"
+            f" {_fmt([r.train_best]):>10} {target:>9} {unspent:>7}"
+        )
+    lines += ["", "means over seeds:"]
+    lines.append(
+        f"{'task':<12} {'run':<9} {'n':>4} {'wall s':>7} {'calls':>6} {'refl':>5} "
+        f"{'heldout base -> best':>21} {'train best':>10} {'t->target':>9} {'reached':>7}"
+    )
+    keys = list(dict.fromkeys((r.task, r.contestant) for r in results))
+    for task, contestant in keys:
+        group = [r for r in results if (r.task, r.contestant) == (task, contestant)]
+        reached = [r.to_target_s for r in group if r.to_target_s is not None]
+        lines.append(
+            f"{task:<12} {contestant:<9} {len(group):>4} {_fmt([r.wall_s for r in group], 1):>7} "
+            f"{_fmt([r.container_calls for r in group], 0):>6} {_fmt([r.reflection_calls for r in group], 0):>5} "
+            f"{_fmt([r.holdout_baseline for r in group]):>10} -> {_fmt([r.holdout_best for r in group]):<8}"
+            f" {_fmt([r.train_best for r in group]):>10} {_fmt(reached, 1):>9} {len(reached)}/{len(group):<5}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--tasks", default=",".join(SIMULATED), help="comma-separated; or banking77"
+    )
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--contestants", default=",".join(CONTESTANTS))
+    parser.add_argument(
+        "--gepa-budget",
+        type=int,
+        default=None,
+        help="gepa-ai's max_metric_calls (default 300; banking77 224)",
+    )
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=0.3, help="container seconds per rollout")
+    parser.add_argument(
+        "--reflection-latency", type=float, default=4.0, help="seconds per reflection call"
+    )
+    parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies both latencies")
+    parser.add_argument("--json", type=Path, default=None, help="also write every result here")
+    args = parser.parse_args(argv)
+    tasks = [t for t in args.tasks.split(",") if t]
+    unknown = [t for t in tasks if t not in (*SIMULATED, "banking77")]
+    if unknown:
+        parser.error(f"--tasks: unknown {unknown}; choose from {', '.join(SIMULATED)}, banking77")
+    contestants = [c for c in args.contestants.split(",") if c]
+    if "gepa-seq" in contestants:  # the reference for time-to-target runs first
+        contestants = ["gepa-seq", *(c for c in contestants if c != "gepa-seq")]
+    gepa_python = ensure_gepa_python() if any(c.startswith("gepa") for c in contestants) else None
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="race-") as tmp:
+        for task in tasks:
+            for seed in (int(s) for s in args.seeds.split(",")):
+                arena_cm = (
+                    banking77(seed, args) if task == "banking77" else simulated(task, seed, args)
+                )
+                with arena_cm as arena:
+                    for contestant in contestants:
+                        if task == "banking77" and contestant in ("ours-4", "gepa-pxn"):
+                            continue  # one llama.cpp server answers one request at a time
+                        workdir = Path(tmp) / f"{task}-{seed}"
+                        workdir.mkdir(exist_ok=True)
+                        result = run_one(arena, contestant, gepa_python, workdir)
+                        results.append(result)
+                        print(
+                            f"[race] {task} seed {seed} {contestant}: {result.wall_s:.1f}s, "
+                            f"{result.container_calls} calls, heldout "
+                            f"{_fmt([result.holdout_baseline])} -> {_fmt([result.holdout_best])}",
+                            flush=True,
+                        )
+    _with_targets(results)
+    print()
+    print(table(results))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in results], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
