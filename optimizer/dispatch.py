@@ -151,11 +151,14 @@ class RolloutQueue:
         seeds: Sequence[str],
         *,
         final: bool = False,
+        prebooked: int = 0,
     ) -> dict[str, SeedResult]:
         """Results for every seed, from the cache or from the container.
 
         Raises ``BudgetExhausted`` before sending anything when the misses do not fit the
-        budget (``final`` may use the reserve kept for heldout selection).
+        budget (``final`` may use the reserve kept for heldout selection). ``prebooked``
+        calls were already reserved by the caller (``Budget.reserve``), which lets work
+        started in the background hold its budget before its first await.
         """
         seeds = list(dict.fromkeys(seeds))
         chash = content_hash(dict(components))
@@ -166,7 +169,10 @@ class RolloutQueue:
             seed: self._inflight[keys[seed]] for seed in misses if keys[seed] in self._inflight
         }
         fresh = [seed for seed in misses if seed not in shared]
-        self._budget.reserve(len(fresh), final=final)
+        if len(fresh) >= prebooked:
+            self._budget.reserve(len(fresh) - prebooked, final=final)
+        else:
+            self._budget.release(prebooked - len(fresh))
         results: dict[str, SeedResult] = {}
         cached_trials = []
         for seed in seeds:

@@ -42,6 +42,4 @@ def ties(
     usable = [
         s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)
     ]
-    return any(
-        all(abs((child[s] or 0.0) - (p[s] or 0.0)) < 1e-9 for s in usable) for p in parents
-    )
+    return any(all(abs((child[s] or 0.0) - (p[s] or 0.0)) < 1e-9 for s in usable) for p in parents)

@@ -10,6 +10,7 @@ iterations from the workspace and pays for no finished rollout twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -147,7 +148,7 @@ class _Run:
             error_gate=ErrorGate(max_rate=cfg.max_error_rate),
         ) as queue:
             await self.phase("evaluating_baseline")
-            train = await self._baseline(queue, state, base, plan)
+            train, baseline_holdout = await self._baseline(queue, state, base, plan, budget)
             await self.phase("searching")
             deps = SearchDeps(
                 config=cfg,
@@ -171,7 +172,12 @@ class _Run:
             )
             try:
                 stop = await self._search(deps, program, plan, base.candidate_id, train)
+                await baseline_holdout
             finally:
+                if not baseline_holdout.done():
+                    baseline_holdout.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await baseline_holdout
                 if self.proposer is None and isinstance(proposer, Proposer):
                     await proposer.aclose()
             await self.events.emit("search_stopped", {"reason": stop, "budget": budget.snapshot()})
@@ -299,18 +305,35 @@ class _Run:
         return state, base
 
     async def _baseline(
-        self, queue: RolloutQueue, state: SearchState, base: CandidateRecord, plan: RunPlan
-    ) -> dict[str, SeedResult]:
-        """The baseline on the plan's train and holdout seeds (the reference for everything)."""
+        self,
+        queue: RolloutQueue,
+        state: SearchState,
+        base: CandidateRecord,
+        plan: RunPlan,
+        budget: Budget,
+    ) -> tuple[dict[str, SeedResult], asyncio.Task[None]]:
+        """The baseline on train now, and on holdout in the background (the reference).
+
+        Holdout scores are needed only at promotion, so they are paid for while the first
+        proposals are written instead of before; their calls are booked here, before the
+        search looks at its budget.
+        """
         cid = base.candidate_id
         train = await queue.evaluate(cid, base.components, plan.train, final=True)
-        holdout = await queue.evaluate(cid, base.components, plan.holdout, final=True)
         state.set_train(cid, {s: r.reward for s, r in train.items()})
-        state.holdout[cid] = {s: r.reward for s, r in holdout.items() if r.reward is not None}
         await self.events.emit(
             "scored", {"candidate_id": cid, "split": "train", "mean": state.train_mean(cid)}
         )
-        return train
+        booked = len(await queue.misses(base.components, plan.holdout))
+        budget.reserve(booked, final=True)
+
+        async def holdout() -> None:
+            results = await queue.evaluate(
+                cid, base.components, plan.holdout, final=True, prebooked=booked
+            )
+            state.holdout[cid] = {s: r.reward for s, r in results.items() if r.reward is not None}
+
+        return train, asyncio.create_task(holdout())
 
     async def _search(
         self,

@@ -22,6 +22,7 @@ What keeps parallel proposals as good as sequential ones:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
@@ -54,6 +55,7 @@ __all__ = ["GepaSearch", "ProposerLike", "SearchDeps", "evaluations_of"]
 MERGE_MINIBATCH = 6
 # Other failing train seeds shown briefly to the proposer, per minibatch seed (see _gate).
 CONTEXT_PER_MINIBATCH = 2
+CONFLICT, REDUNDANT = "conflict", "redundant"  # why a rebase did not apply
 # A text written again after it failed its gate is gated again this many times at most.
 MAX_REGATES = 2
 
@@ -96,8 +98,10 @@ class GepaSearch:
         self._merges = 0
         self._idle = 0
         self._stop: str | None = None
+        self._stopped = asyncio.Event()  # set with _stop: pending reflection calls give up
         self._gating: set[str] = set()  # candidates being gated or scored right now
         self._gates: Counter[str] = Counter()  # gates each candidate went through
+        self._shown: Counter[str] = Counter()  # failing seeds shown to proposals in flight
 
     @property
     def stop_reason(self) -> str | None:
@@ -123,12 +127,18 @@ class GepaSearch:
                 made = await self._step()
                 self._idle = 0 if made else self._idle + 1
                 if self._idle >= self._d.config.max_idle_iterations:
-                    self._stop = (
+                    self._halt(
                         f"no new candidate in {self._idle} iterations in a row "
                         "(proposals rejected, duplicates, or parents already perfect)"
                     )
             except BudgetExhausted as exc:
-                self._stop = str(exc)
+                self._halt(str(exc))
+
+    def _halt(self, reason: str) -> None:
+        """Stop the search (the first reason wins); reflections still pending are dropped."""
+        if self._stop is None:
+            self._stop = reason
+        self._stopped.set()
 
     def _parents(self) -> dict[str, Sequence[str]]:
         return {cid: r.parents for cid, r in self._d.state.candidates.items()}
@@ -203,12 +213,30 @@ class GepaSearch:
     # mutations
 
     async def _mutate(
-        self, iteration: int, parent_id: str, minibatch: list[str], best_at_start: str | None
+        self, iteration: int, parent_id: str, rotation: list[str], best_at_start: str | None
+    ) -> bool:
+        async with self._lock:
+            minibatch, context = self._evidence_seeds(parent_id, rotation)
+            scores = self._d.state.train.get(parent_id, {})
+            shown = [s for s in (*minibatch, *context) if scores.get(s, 1.0) < 1.0]
+            self._shown.update(shown)
+        try:
+            return await self._reflect_and_gate(
+                iteration, parent_id, minibatch, context, best_at_start
+            )
+        finally:
+            self._shown.subtract(shown)
+
+    async def _reflect_and_gate(
+        self,
+        iteration: int,
+        parent_id: str,
+        minibatch: list[str],
+        context: list[str],
+        best_at_start: str | None,
     ) -> bool:
         d = self._d
         parent = d.state.candidates[parent_id]
-        async with self._lock:
-            minibatch, context = self._evidence_seeds(parent_id, minibatch)
         await d.events.emit(
             "iteration", {"iteration": iteration, "parent": parent_id, "minibatch": minibatch}
         )
@@ -242,7 +270,9 @@ class GepaSearch:
         if (onto := self._superseded(against, best)) is not None:
             rebased = await self._rebase(iteration, rebases, candidate, against, onto)
             rebases += 1
-            if rebased is not None:
+            if rebased == REDUNDANT:
+                return True
+            if isinstance(rebased, CandidateRecord):
                 candidate, against, best, parent_mb = rebased, onto, onto, None
         if not await self._gate(
             iteration, candidate, against, minibatch, parent_mb=parent_mb, extension=context
@@ -254,7 +284,9 @@ class GepaSearch:
             while (onto := self._superseded(against, best)) is not None:
                 rebased = await self._rebase(iteration, rebases, candidate, against, onto)
                 rebases += 1
-                if rebased is None:
+                if rebased == REDUNDANT:
+                    return True
+                if not isinstance(rebased, CandidateRecord):
                     break
                 if not await self._gate(iteration, rebased, onto, minibatch, extension=context):
                     return True
@@ -263,23 +295,28 @@ class GepaSearch:
         return True
 
     def _evidence_seeds(self, parent_id: str, rotation: list[str]) -> tuple[list[str], list[str]]:
-        """The minibatch (half of it the parent's failures) and other failures to show briefly.
+        """The minibatch (half failures of the parent, half successes) and other failures.
 
         A fully evaluated parent's train scores are cached, so choosing seeds where it fails
-        costs nothing and gives the reflection something to fix; the rest of the minibatch
-        comes from the rotation and catches regressions. The brief failures are bounded so
-        that the gate can extend onto every seed the proposer was shown (``_gate``).
+        costs nothing and gives the reflection something to fix, while seeds it passes (taken
+        in the rotation's order) catch regressions. Proposals written at the same time are
+        shown different failures where there are enough, so they write different fixes; the
+        brief failures are bounded so that the gate can extend onto all of them (``_gate``).
         """
         scores = self._d.state.train.get(parent_id)
         if scores is None:
             return rotation, []
+        size = len(rotation)
         failing = [s for s in self._d.state.train_seeds if scores.get(s, 1.0) < 1.0]
         self._d.rng.shuffle(failing)
-        k = min(len(failing), -(-len(rotation) // 2))
-        chosen = failing[:k]
-        minibatch = chosen + [s for s in rotation if s not in chosen][: len(rotation) - k]
-        others = [s for s in failing if s not in minibatch]
-        return minibatch, others[: CONTEXT_PER_MINIBATCH * len(minibatch)]
+        failing.sort(key=lambda s: self._shown[s] > 0)  # stable: one in flight is unchanged
+        fresh = [s for s in failing if not self._shown[s]]
+        chosen = failing[: min(len(failing), -(-size // 2))]
+        passing = [s for s in rotation if s not in failing]
+        rest = passing + [s for s in rotation if s not in passing and s not in chosen]
+        minibatch = chosen + rest[: size - len(chosen)]
+        pool = [s for s in (fresh or failing) if s not in minibatch]
+        return minibatch, pool[: CONTEXT_PER_MINIBATCH * size]
 
     async def _context(self, parent_id: str, seeds: Sequence[str]) -> tuple[Evaluation, ...]:
         """The parent's rollouts on ``seeds``, read from the cache (no rollout is paid)."""
@@ -297,12 +334,18 @@ class GepaSearch:
 
     async def _rebase(
         self, iteration: int, attempt: int, child: CandidateRecord, parent_id: str, onto: str
-    ) -> CandidateRecord | None:
-        """``child``'s edit replayed on ``onto`` (a clean three-way merge), or None."""
+    ) -> CandidateRecord | str:
+        """``child``'s edit replayed on ``onto`` (a clean three-way merge), or why not.
+
+        ``CONFLICT``: the edits overlap, the child stays on its own branch. ``REDUNDANT``:
+        the best already has the child's edit (or the rebased text exists), so the child
+        would only pay a train evaluation to learn what is known.
+        """
         d = self._d
         parent, best = d.state.candidates[parent_id], d.state.candidates[onto]
         merged = merge_components(parent.components, best.components, child.components)
         if merged is None or merged == dict(best.components):
+            why = CONFLICT if merged is None else REDUNDANT
             await d.events.emit(
                 "rebase",
                 {
@@ -313,7 +356,7 @@ class GepaSearch:
                     "reason": "conflict" if merged is None else "already in the best",
                 },
             )
-            return None
+            return why
         rationale = (
             f"rebased: the edit of {child.candidate_id} (written on {parent_id}) replayed on "
             f"{onto}, the best candidate when it was done. {child.rationale}"
@@ -336,7 +379,7 @@ class GepaSearch:
                 "rebased": record.candidate_id if record else None,
             },
         )
-        return record
+        return record if record is not None else REDUNDANT
 
     # the gate
 
@@ -556,8 +599,17 @@ class GepaSearch:
         if key in d.state.proposals:
             stored = d.state.proposals[key]
             return d.state.candidates.get(stored) if stored else None
+        writing = asyncio.ensure_future(call())
+        halted = asyncio.ensure_future(self._stopped.wait())
+        await asyncio.wait({writing, halted}, return_when=asyncio.FIRST_COMPLETED)
+        halted.cancel()
+        if not writing.done():  # the search stopped meanwhile: its answer could change nothing
+            writing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ProposerError):
+                await writing
+            return None
         try:
-            proposal = await call()
+            proposal = writing.result()
         except ProposerError as exc:
             d.budget.proposer_cost_usd = d.proposer_cost()
             d.state.proposals[key] = None
@@ -640,6 +692,10 @@ class GepaSearch:
         return d.state.candidates[record.candidate_id]
 
     async def _full_train(self, candidate_id: str) -> None:
-        if candidate_id not in self._d.state.train:
-            await score_on_train(self._d, self._lock, candidate_id)
+        d = self._d
+        if candidate_id not in d.state.train:
+            await score_on_train(d, self._lock, candidate_id)
         self._merge_due = True
+        scores = d.state.train.get(candidate_id, {})
+        if len(scores) == len(d.state.train_seeds) and min(scores.values(), default=0.0) >= 1.0:
+            self._halt(f"{candidate_id} scores full marks on every train seed")

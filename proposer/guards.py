@@ -2,9 +2,9 @@
 
 A proposal is rejected (``ProposalRejected`` with a machine-readable ``reason``) when a
 changed component is empty (``empty``), longer than the cap (``too_long``, raised as
-``PromptTooLong``), when nothing changed (``unchanged``) or when the same content already
-exists as a candidate (``duplicate``). Cut-off answers (``cut_off``) and missing
-submissions (``no_submission``) are rejected where the reply is read.
+``PromptTooLong``), when nothing but whitespace changed (``unchanged``) or when the same
+content already exists as a candidate (``duplicate``). Cut-off answers (``cut_off``) and
+missing or echoed submissions (``no_submission``) are rejected where the reply is read.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from schemas.exceptions import PromptTooLong, ProposalRejected
 from schemas.records import content_hash
 
-__all__ = ["check_candidate", "length_cap", "unified_diff"]
+__all__ = ["check_candidate", "length_cap", "same_text", "unified_diff"]
 
 
 def length_cap(cap: int, parent_text: str) -> int:
@@ -24,6 +24,15 @@ def length_cap(cap: int, parent_text: str) -> int:
     A seed prompt already over the cap may be edited but must not grow.
     """
     return max(cap, len(parent_text))
+
+
+def same_text(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    """Whether two component mappings differ in whitespace at most.
+
+    Small models often copy the text back with a blank line added or removed: evaluating
+    that as a new candidate would spend rollouts on nothing.
+    """
+    return all(" ".join(a.get(k, "").split()) == " ".join(b.get(k, "").split()) for k in {*a, *b})
 
 
 def check_candidate(
@@ -51,8 +60,10 @@ def check_candidate(
                 f"component {name!r} has {len(new[name]):,} chars, over the cap of {limit:,}"
             )
     for parent in bases:
-        if dict(new) == dict(parent):
-            raise ProposalRejected("unchanged", "the proposal is identical to its parent")
+        if same_text(new, parent):
+            raise ProposalRejected(
+                "unchanged", "the proposal is identical to its parent (up to whitespace)"
+            )
     if content_hash(dict(new)) in existing_hashes:
         raise ProposalRejected("duplicate", "the proposal is identical to an existing candidate")
 

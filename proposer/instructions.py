@@ -4,8 +4,9 @@ First one call summarizes the dataset from sample examples; then each instructio
 call that sees the program description, that summary, a fresh random sample of inputs (with
 their labels), the baseline instruction, the instructions proposed so far and a
 "tip" drawn from ``TIPS`` (variety is the point: TPE then searches among them). Answers use
-the text-mode block format, so the same tolerant parser reads them. A failed or rejected
-call costs its usage and is reported; it does not stop the others.
+the text-mode block format (the block first, an optional rationale after), so the same
+tolerant parser reads them, including an answer cut off after its block. A failed or
+rejected call costs its usage and is reported; it does not stop the others.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proposer.answer import Shown, parse_reply
 from proposer.client import ModelClient, UsageMeter
-from proposer.textmode import parse_reply
 from proposer.types import ComponentSpec, ProposerConfig
 from schemas.exceptions import ProposalRejected, ProposerError
 from schemas.records import ModelUsage
@@ -124,8 +125,9 @@ def _instruction_messages(
         parts.append(f"Tip: {tip}")
     parts.append(
         f"Write one new, complete instruction for this task, at most {cap} characters. "
-        f"Answer exactly in this format:\n<<<COMPONENT {name}\n<the new instruction>\n>>>\n"
-        "RATIONALE: <one sentence on why it should work better>"
+        f"Answer exactly in this format, starting with the block:\n<<<COMPONENT {name}\n"
+        "<the new instruction>\n>>>\nRATIONALE: <optional: one short sentence on why it should "
+        "work better>"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -168,9 +170,10 @@ async def propose_instructions(
         )
         try:
             reply = await meter.chat(messages)
-            if reply.finish_reason == "length":
-                raise ProposalRejected("cut_off", "the answer was cut off before it ended")
-            text = parse_reply(reply.content, targets)[0][request.component.name].strip()
+            cut_off = config.max_tokens if reply.finish_reason == "length" else None
+            shown = Shown(messages[-1]["content"], (request.baseline, *made))
+            found, _ = parse_reply(reply.content, targets, cut_off_at=cut_off, shown=shown)
+            text = found[request.component.name].strip()
             _check(text, [request.baseline, *made], config.max_prompt_chars)
         except ProposerError as exc:
             rejected.append(f"instruction {attempt + 1}: {exc}")

@@ -3,8 +3,8 @@
 This text is the product's quality. Every prompt explains the job (make the student do
 better on the failures shown *and on unseen cases like them*), shows the components with
 their kind and purpose, the evidence, and asks for the complete new text in a form the
-proposer can parse (``<<<COMPONENT name`` ... ``>>>`` blocks and a ``RATIONALE:`` line in
-text mode; tool calls in agent mode).
+proposer can parse (in text mode ``<<<COMPONENT name`` ... ``>>>`` blocks first, then an
+optional one-line ``RATIONALE:``; tool calls in agent mode).
 """
 
 from __future__ import annotations
@@ -103,22 +103,33 @@ def task_line(targets: Sequence[str]) -> str:
     """The one-line statement of the job that opens a text-mode request."""
     return (
         f"Task: write a better version of {names(targets)} so that the student stops making "
-        f"the mistakes shown below. Answer with a RATIONALE line and the new text in "
-        f"<<<COMPONENT blocks, as described at the end."
+        f"the mistakes shown below. Answer with the new text first, in <<<COMPONENT blocks, "
+        f"then at most one short RATIONALE line, as described at the end."
     )
 
 
 def output_format(targets: Sequence[str], cap: int) -> str:
-    """The text-mode answer format, with the length cap: rationale first, blocks last."""
+    """The text-mode answer format, with the length cap: the blocks first, a rationale after.
+
+    Small models spend their tokens on whatever is asked for first: with the rationale first,
+    a 0.5B model ran out of tokens before (or inside) its block in most answers. With the
+    text first, an answer cut off in its rationale still holds a complete block.
+    """
     blocks = "\n".join(
         f"<<<COMPONENT {name}\n{PLACEHOLDER} {name}, at most {cap:,} characters>\n>>>"
         for name in targets
     )
-    which = "" if len(targets) == 1 else " Include a block only for each component you change."
+    start = (
+        "Start your answer with this block; write nothing before it"
+        if len(targets) == 1
+        else "Start your answer with the blocks, one for each component you change; write "
+        "nothing before them"
+    )
     return (
         f"# Answer format (follow it exactly)\n"
-        f"RATIONALE: <one or two sentences: the pattern behind the mistakes and how the new "
-        f"text fixes it>\n{blocks}\n\nWrite nothing after the last >>>.{which}"
+        f"{start}:\n{blocks}\n"
+        f"RATIONALE: <optional: one short sentence on the mistake pattern the new text fixes>\n\n"
+        f"Close each block with >>> on its own line. Write nothing after the RATIONALE line."
     )
 
 

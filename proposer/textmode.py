@@ -1,24 +1,23 @@
 """Text mode: one request carrying the evidence, the new text returned in delimited blocks.
 
 For models that cannot call tools (Qwen2.5-Coder behind llama.cpp, whose chat template
-does not produce OpenAI ``tool_calls``). The answer holds ``<<<COMPONENT name`` ... ``>>>``
-blocks and a ``RATIONALE:`` line; with exactly one target component a single fenced
-block is accepted too. Parsing is lenient about what small models get wrong (a missing
-closing marker, a fence inside the block) and strict about what matters: no block, no
-candidate.
+does not produce OpenAI ``tool_calls``). The answer starts with the new text in
+``<<<COMPONENT name`` ... ``>>>`` blocks and may end with a short ``RATIONALE:`` line;
+``proposer.answer`` reads it. An answer cut off at ``max_tokens`` still counts when its
+blocks were complete before the cut (then usually only the rationale is missing).
 """
 
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
+from proposer.answer import Shown, parse_reply
 from proposer.brief import Brief, evidence_for
-from proposer.client import UsageMeter
+from proposer.client import ChatReply, UsageMeter
+from proposer.guards import same_text
 from proposer.prompts import (
     GUIDELINES,
-    PLACEHOLDER,
     TEXT_SYSTEM,
     components_section,
     frontier_section,
@@ -28,17 +27,8 @@ from proposer.prompts import (
     wins_table,
 )
 from proposer.types import ProposerConfig
-from schemas.exceptions import ProposalRejected
 
-__all__ = ["parse_reply", "run_text", "text_messages"]
-
-# "<<<COMPONENT name"; small models also drop the "<<<" or write a markdown header instead.
-_OPEN = re.compile(
-    r"^[ \t#]*(?:<<<)?[ \t]*COMPONENT[ \t:]+`?([\w.\-]+)`?[ \t]*>{0,3}[ \t]*$", re.M | re.I
-)
-_CLOSE = re.compile(r"^[ \t]*>>>[ \t]*$", re.M)
-_RATIONALE = re.compile(r"^[ \t*#]*RATIONALE[ \t*]*:[ \t*]*(.*)$", re.M | re.I | re.S)
-_FENCE = re.compile(r"^[ \t]*```[^\n`]*$", re.M)
+__all__ = ["run_text", "text_messages"]
 
 
 def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> list[dict[str, Any]]:
@@ -89,70 +79,6 @@ def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> l
     return [{"role": "system", "content": TEXT_SYSTEM}, {"role": "user", "content": user}]
 
 
-def _unfence(text: str) -> str:
-    lines = text.strip().splitlines()
-    if len(lines) >= 2 and _FENCE.match(lines[0]) and lines[-1].strip() == "```":
-        return "\n".join(lines[1:-1]).strip()
-    return text.strip()
-
-
-def _fenced_part(body: str) -> str:
-    """The block's text without fences and without what follows a closing fence.
-
-    Models often wrap the text in a fence, or close the block with a fence instead of
-    ``>>>`` and then comment on it: the comment is not part of the component.
-    """
-    lines = body.splitlines()
-    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
-    if not fences:
-        return body.strip()
-    if fences[0] == 0:
-        end = fences[1] if len(fences) > 1 else len(lines)
-        return "\n".join(lines[1:end]).strip()
-    return "\n".join(lines[: fences[0]]).strip()
-
-
-def parse_reply(content: str, targets: tuple[str, ...]) -> tuple[dict[str, str], str]:
-    """The component texts and rationale in a text-mode answer.
-
-    Returns only blocks naming a target (the last block wins when one is repeated); raises
-    ``ProposalRejected("no_submission")`` when there is none.
-    """
-    found: dict[str, str] = {}
-    opens = list(_OPEN.finditer(content))
-    for i, match in enumerate(opens):
-        end = opens[i + 1].start() if i + 1 < len(opens) else len(content)
-        body = content[match.end() : end]
-        close = _CLOSE.search(body)
-        if close:  # well-formed: the text may itself contain fences; drop only a wrapping pair
-            body = _unfence(body[: close.start()])
-        else:
-            stop = _RATIONALE.search(body)
-            body = _fenced_part(body[: stop.start() if stop else None].strip().removesuffix(">>>"))
-        if match.group(1) in targets and not body.startswith(PLACEHOLDER):
-            found[match.group(1)] = body
-    first = opens[0].start() if opens else len(content)
-    if not opens and len(targets) == 1:
-        fences = list(_FENCE.finditer(content))
-        if len(fences) >= 2:  # the last fenced block: models often draft, then finalize
-            found[targets[0]] = content[fences[-2].end() : fences[-1].start()].strip()
-            first = fences[-2].start()
-    if not found:
-        raise ProposalRejected(
-            "no_submission",
-            f"the answer has no <<<COMPONENT block for {', '.join(targets)} "
-            f"(starts with {content[:120]!r})",
-        )
-    rationale_match = _RATIONALE.search(content)
-    if rationale_match:
-        rationale = rationale_match.group(1)
-        block = _OPEN.search(rationale)
-        rationale = rationale[: block.start() if block else None].strip()
-    else:  # the reasoning before the blocks says why, if nothing else does
-        rationale = content[:first].strip()
-    return found, rationale[:1500] or "(no rationale given)"
-
-
 UNCHANGED_NUDGE = (
     "Your new text is identical to the current text, so it cannot fix any failure. Write a "
     "changed, improved version that addresses the failures above, in the same format."
@@ -162,27 +88,29 @@ UNCHANGED_NUDGE = (
 async def run_text(
     meter: UsageMeter, brief: Brief, config: ProposerConfig, rng: random.Random
 ) -> tuple[dict[str, str], str]:
-    """One text-mode request (two when the first copies the text back unchanged).
+    """One text-mode request (two when the first copies the text back, up to whitespace).
 
     Small local models often echo the current text; one push turns many of those answers
-    into a real edit, at the price of one more call only when it is needed.
+    into a real edit, at the price of one more call only when it is needed. A block that
+    echoes the rest of the request (the evidence, the guidelines) does not count.
     """
     messages = text_messages(brief, config, rng)
+    own = tuple(text for parent in brief.parents for text in parent.components.values())
+    shown = Shown(messages[-1]["content"], own)
     reply = await meter.chat(messages)
-    changed, rationale = _parse(reply, brief, config)
-    if changed and all(brief.base.get(name) == text for name, text in changed.items()):
+    changed, rationale = _parse(reply, brief, config, shown)
+    if changed and same_text(changed, {name: brief.base.get(name, "") for name in changed}):
         messages = [
             *messages,
             {"role": "assistant", "content": reply.content},
             {"role": "user", "content": UNCHANGED_NUDGE},
         ]
-        changed, rationale = _parse(await meter.chat(messages), brief, config)
+        changed, rationale = _parse(await meter.chat(messages), brief, config, shown)
     return {**brief.base, **changed}, rationale
 
 
-def _parse(reply: Any, brief: Brief, config: ProposerConfig) -> tuple[dict[str, str], str]:
-    if reply.finish_reason == "length":
-        raise ProposalRejected(
-            "cut_off", f"the answer was cut off at max_tokens={config.max_tokens} before it ended"
-        )
-    return parse_reply(reply.content, brief.targets)
+def _parse(
+    reply: ChatReply, brief: Brief, config: ProposerConfig, shown: Shown
+) -> tuple[dict[str, str], str]:
+    cut_off = config.max_tokens if reply.finish_reason == "length" else None
+    return parse_reply(reply.content, brief.targets, cut_off_at=cut_off, shown=shown)

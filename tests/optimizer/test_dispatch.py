@@ -168,3 +168,19 @@ async def test_cached_reads_count_no_trial(ws: Workspace) -> None:
         found = await queue.cached(CANDIDATE, ["s0", "s1", "s2"])
         assert set(found) == {"s0", "s1"} and budget.cached == cached_before
         assert await queue.misses(CANDIDATE, ["s0", "s1", "s2"]) == ["s2"]
+
+
+async def test_prebooked_calls_hold_the_budget_before_the_first_await(ws: Workspace) -> None:
+    # Work started in the background books its calls up front, so a search that looks at
+    # the budget meanwhile cannot spend them; cache hits found later give the booking back.
+    container, budget = Container(), Budget(max_calls=10)
+    async with await _queue(ws, container, budget) as queue:
+        await queue.evaluate("c", CANDIDATE, ["s2"])
+        budget.reserve(4, final=True)
+        assert budget.search_room() == 10 - 1 - 4
+        results = await queue.evaluate(
+            "c", CANDIDATE, ["s2", "s3", "s4", "s5"], final=True, prebooked=4
+        )
+    assert set(results) == {"s2", "s3", "s4", "s5"}
+    assert budget.paid == 4 and budget.booked == 0  # s2 was cached: one booking released
+    assert sum(container.calls.values()) == 4

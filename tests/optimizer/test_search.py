@@ -7,6 +7,7 @@ evidence packet are the real ones.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from pathlib import Path
@@ -113,6 +114,37 @@ async def test_a_child_that_fixes_nothing_is_rejected_after_every_seed_it_was_sh
     rejected = [e.data["reason"] for e in events if e.type == "proposal_rejected"]
     assert rejected and set(rejected) == {"duplicate"}
     assert max(container.calls.values()) == 1
+
+
+async def test_proposals_in_flight_at_once_are_shown_different_failures(tmp_path: Path) -> None:
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    first, second = proposer.hold(1), proposer.hold(2)
+
+    async def release_when_both_asked() -> None:
+        while len(proposer.seen) < 2:
+            await asyncio.sleep(0.01)
+        first.set()
+        second.set()
+
+    watcher = asyncio.create_task(release_when_both_asked())
+    await _run(tmp_path, container, proposer, proposals_in_flight=2)
+    await asyncio.wait_for(watcher, 5)
+    a, b = (
+        {e.seed for e in r.evaluations + r.train_evaluations if e.reward == 0.0}
+        for r in proposer.seen[:2]
+    )
+    # Twelve failing seeds are enough for two disjoint views: no failure is shown twice.
+    assert a and b and not a & b
+
+
+async def test_the_search_stops_once_a_candidate_is_perfect_on_train(tmp_path: Path) -> None:
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    result = await _run(
+        tmp_path, container, proposer, proposals_in_flight=1, max_idle_iterations=50
+    )
+    assert "full marks on every train seed" in result.evidence["stop_reason"]
+    assert result.evidence["best"]["train"] == 1.0
+    assert result.evidence["rollouts"]["paid"] < 400  # budget left: nothing to improve
 
 
 async def test_a_stale_proposal_is_rebased_onto_the_new_best(tmp_path: Path) -> None:

@@ -151,8 +151,8 @@ def completion(
 def text_answer(
     prompt: str, rationale: str = "Separate delivery-time questions from arrival."
 ) -> str:
-    """A well-formed text-mode answer for ``system_prompt``."""
-    return f"The student confuses similar intents.\n<<<COMPONENT system_prompt\n{prompt}\n>>>\nRATIONALE: {rationale}"
+    """A well-formed text-mode answer for ``system_prompt``: the block, then the rationale."""
+    return f"<<<COMPONENT system_prompt\n{prompt}\n>>>\nRATIONALE: {rationale}"
 
 
 class Script:

@@ -21,7 +21,7 @@ NEW = "Classify the banking intent; delivery-time questions are card_delivery_es
 @pytest.mark.parametrize(
     ("answer", "finish", "reason"),
     [
-        (text_answer(NEW), "length", "cut_off"),
+        (f"<<<COMPONENT system_prompt\n{NEW[:40]}", "length", "cut_off"),
         ("<<<COMPONENT system_prompt\n   \n>>>\nRATIONALE: empty", "stop", "empty"),
         (text_answer("x" * 501), "stop", "too_long"),
         ("No block here.", "stop", "no_submission"),
@@ -62,6 +62,16 @@ async def test_push_back_turns_an_echo_into_an_edit(api) -> None:
     proposal = await make_proposer(mode="text").propose(banking_request())
     assert proposal.components == {"system_prompt": NEW}
     assert proposal.usage.calls == 2
+
+
+async def test_a_whitespace_only_edit_counts_as_unchanged(api) -> None:
+    # Seen from the 0.5B: the current text copied back with a blank line added.
+    spaced = PARENT_PROMPT.replace("\n", "\n\n") + "\n"
+    script = scripted(api, completion(text_answer(spaced)), completion(text_answer(spaced)))
+    with pytest.raises(ProposalRejected) as info:
+        await make_proposer(mode="text").propose(banking_request())
+    assert info.value.reason == "unchanged" and "whitespace" in str(info.value)
+    assert len(script.requests) == 2  # pushed back once, like an exact copy
 
 
 async def test_too_long_is_prompt_too_long(api) -> None:

@@ -75,3 +75,22 @@ async def test_failed_calls_are_reported_and_do_not_stop_the_rest(api) -> None:
     assert result.summary == ""
     reasons = " | ".join(result.rejected)
     assert "summary:" in reasons and "no <<<COMPONENT block" in reasons and "cut off" in reasons
+
+
+async def test_a_cut_off_answer_keeps_its_complete_block_and_the_block_comes_first(api) -> None:
+    script = scripted(
+        api,
+        completion("Customer banking questions."),
+        completion(
+            "<<<COMPONENT system_prompt\nPick the one intent label that fits best.\n>>>\n"
+            "RATIONALE: it names the",
+            finish_reason="length",
+        ),
+        completion("<<<COMPONENT system_prompt\nPick the one", finish_reason="length"),
+    )
+    result = await make_proposer(mode="text").instructions(_request(count=2))
+    assert result.instructions == ("Pick the one intent label that fits best.",)
+    assert len(result.rejected) == 1 and "not closed" in result.rejected[0]
+    asked = script.last_user_text(1)
+    fmt = asked[asked.index("Answer exactly in this format") :]
+    assert fmt.index("<<<COMPONENT system_prompt") < fmt.index("RATIONALE: <optional")

@@ -1,11 +1,11 @@
-"""Text mode: the one-request protocol and the parsing of its answer."""
+"""Text mode: the one-request protocol (the parsing of answers is in test_answer.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from proposer import CandidateView, ComponentSpec
-from proposer.textmode import parse_reply
+from proposer.prompts import output_format
 from schemas import ProposalRejected
 from tests.proposer.fakes import (
     PARENT_PROMPT,
@@ -53,73 +53,63 @@ async def test_missing_block_is_rejected(api) -> None:
     assert info.value.reason == "no_submission"
 
 
-async def test_cut_off_answer_is_rejected(api) -> None:
+def _answer_format(user: str) -> str:
+    return user[user.index("# Answer format") :]
+
+
+async def test_the_request_asks_for_the_new_text_first_and_an_optional_rationale(api) -> None:
+    script = scripted(api, completion(text_answer(NEW)))
+    await make_proposer(mode="text").propose(banking_request())
+    user = script.requests[0]["messages"][1]["content"]
+    task = user.splitlines()[0]
+    assert task.startswith("Task: write a better version of `system_prompt`")
+    assert "new text first" in task and task.index("<<<COMPONENT") < task.index("RATIONALE")
+    answer = _answer_format(user)
+    assert answer.splitlines()[1] == "Start your answer with this block; write nothing before it:"
+    block = (
+        "<<<COMPONENT system_prompt\n"
+        "<the complete new text of system_prompt, at most 6,000 characters>\n>>>\n"
+    )
+    assert block + "RATIONALE: <optional: one short sentence" in answer
+    # Several targets: every block comes before the rationale.
+    several = output_format(("a", "b"), 500)
+    assert several.index("<<<COMPONENT a") < several.index("<<<COMPONENT b")
+    assert several.index("<<<COMPONENT b") < several.index("RATIONALE:")
+    assert "one for each component you change" in several
+
+
+async def test_a_cut_off_answer_after_a_complete_block_becomes_the_candidate(api) -> None:
+    answer = f"<<<COMPONENT system_prompt\n{NEW}\n>>>\nRATIONALE: Delivery time and arrival"
+    scripted(api, completion(answer, finish_reason="length"))
+    proposal = await make_proposer(mode="text", max_tokens=300).propose(banking_request())
+    assert proposal.components == {"system_prompt": NEW}
+    assert proposal.rationale == "Delivery time and arrival [cut off]"
+    assert proposal.usage.calls == 1
+
+
+async def test_an_answer_cut_off_inside_its_block_is_rejected(api) -> None:
     scripted(
         api, completion("<<<COMPONENT system_prompt\nClassify the banking", finish_reason="length")
     )
     with pytest.raises(ProposalRejected) as info:
-        await make_proposer(mode="text").propose(banking_request())
+        await make_proposer(mode="text", max_tokens=300).propose(banking_request())
     assert info.value.reason == "cut_off"
+    assert "max_tokens=300" in str(info.value) and "not closed" in str(info.value)
 
 
-def test_parse_several_blocks_and_last_repeat_wins() -> None:
-    content = (
-        "Thinking...\n<<<COMPONENT a\nfirst draft\n>>>\n<<<COMPONENT b\nB text\n>>>\n"
-        "<<<COMPONENT a\nfinal A\n>>>\nRATIONALE: both changed\n"
+async def test_a_block_that_echoes_the_request_is_rejected(api) -> None:
+    # What the 0.5B writes most often: the header, then the evidence copied from the request.
+    echo = (
+        "<<<COMPONENT system_prompt\nPurpose: System prompt of the intent classifier.\n\n"
+        "Input:\nHow long does it take for a new card to get here?\nStudent output:\n"
+        "card_arrival\nVerifier feedback:\n"
+        "predicted card_arrival, expected card_delivery_estimate\n"
+        ">>>\n"
     )
-    found, rationale = parse_reply(content, ("a", "b"))
-    assert found == {"a": "final A", "b": "B text"}
-    assert rationale == "both changed"
-
-
-def test_parse_is_lenient_about_small_model_mistakes() -> None:
-    # No closing marker, the text fenced inside the block, rationale right after.
-    content = (
-        "<<<COMPONENT system_prompt>>>\n```text\nNew prompt.\nLine two.\n```\nRATIONALE: clearer"
-    )
-    found, rationale = parse_reply(content, ("system_prompt",))
-    assert found == {"system_prompt": "New prompt.\nLine two."}
-    assert rationale == "clearer"
-    found, _ = parse_reply("<<<COMPONENT a\nText ending on the marker.>>>\nRATIONALE: r", ("a",))
-    assert found == {"a": "Text ending on the marker."}
-
-
-def test_parse_handles_blocks_closed_by_a_fence_and_other_openers() -> None:
-    # Seen from Qwen2.5-Coder 1.5B: the block closed with a fence, then a comment on it.
-    content = "RATIONALE: r\n<<<COMPONENT a\nNew text.\n```\n\nThis new text adds a rule."
-    assert parse_reply(content, ("a",)) == ({"a": "New text."}, "r")
-    # Seen from the 0.5B: "COMPONENT a" without the <<< marker; or a markdown header.
-    assert parse_reply("COMPONENT a\n```\nX\n```\nmore talk", ("a",))[0] == {"a": "X"}
-    assert parse_reply("### COMPONENT a\nY\n>>>", ("a",))[0] == {"a": "Y"}
-
-
-def test_fences_inside_a_well_formed_block_are_part_of_the_text() -> None:
-    text = 'Answer as JSON:\n```json\n{"label": "..."}\n```\nNothing else.'
-    found, _ = parse_reply(f"<<<COMPONENT a\n{text}\n>>>\nRATIONALE: r", ("a",))
-    assert found == {"a": text}
-
-
-def test_parse_ignores_unknown_names_and_echoed_placeholders() -> None:
-    content = "<<<COMPONENT other\nx\n>>>\n<<<COMPONENT a\n<the complete new text of a, at most 6,000 characters>\n>>>"
+    scripted(api, completion(echo))
     with pytest.raises(ProposalRejected) as info:
-        parse_reply(content, ("a",))
-    assert info.value.reason == "no_submission"
-
-
-def test_fenced_block_is_accepted_only_for_a_single_target() -> None:
-    content = "Old:\n```\nold prompt\n```\nNew:\n```\nbetter prompt\n```\nRATIONALE: sharper"
-    found, rationale = parse_reply(content, ("system_prompt",))
-    assert found == {"system_prompt": "better prompt"}
-    assert rationale == "sharper"
-    with pytest.raises(ProposalRejected):
-        parse_reply(content, ("a", "b"))
-
-
-def test_reasoning_before_the_block_is_the_rationale_when_none_is_given() -> None:
-    found, rationale = parse_reply(
-        "Delivery questions were confused.\n<<<COMPONENT a\nnew\n>>>", ("a",)
-    )
-    assert found == {"a": "new"} and rationale == "Delivery questions were confused."
+        await make_proposer(mode="text").propose(banking_request())
+    assert info.value.reason == "no_submission" and "copies the request" in str(info.value)
 
 
 async def test_only_target_components_change_and_others_are_shown_read_only(api) -> None:
