@@ -7,11 +7,12 @@ therefore fix the prompt one rule at a time. Three tasks with different structur
 
 - ``additive``: the rules are independent; every rule added fixes its queue's tickets.
 - ``interacting``: the second and third queue of each group are look-alikes: with both of
-  their rules in the prompt the student confuses their tickets, until the prompt also says
-  how to tell the group's queues apart (the group's disambiguation rule, which the feedback
-  of a confused ticket quotes). Appending the second look-alike's rule breaks tickets that
-  worked, so a greedy search stalls at 8 of 12 rules; the fixes must be combined, through a
-  candidate that only wins some seeds (the Pareto frontier) or a merge.
+  their rules in the prompt and nothing saying how to tell them apart, the student follows
+  the rule that comes last for the tickets of both, until the prompt also states the group's
+  disambiguation rule (which the feedback of a misrouted ticket quotes). Appending the second
+  look-alike's rule fixes its tickets and breaks the other's, so a search that only accepts
+  a better train mean stalls at 8 of 12 rules; it must keep a candidate that wins other
+  seeds (the Pareto frontier) and build on it.
 - ``noisy``: additive, but the student is right with probability 0.9 when the rule is present
   and 0.1 when it is not, drawn afresh for each call (seeded by the prompt, the ticket, the
   race seed and how often that pair was asked), so the same prompt scores differently.
@@ -141,6 +142,12 @@ def _has(prompt: str, sentence: str) -> bool:
     return sentence.lower() in prompt.lower()
 
 
+def _last(prompt: str, a: str, b: str) -> str:
+    """Of two queues whose rules are both in the prompt, the one whose rule comes later."""
+    text = prompt.lower()
+    return a if text.rfind(RULES[a].lower()) > text.rfind(RULES[b].lower()) else b
+
+
 @dataclass
 class Student:
     """The simulated student of one task: a pure function of (prompt, ticket) but for noise."""
@@ -162,7 +169,7 @@ class Student:
                 return correct
             return guess, 0.0, self._lacks(guess, q, RULES[q])
         confused = rival in present and not _has(prompt, DISAMBIGUATION[group])
-        if self.task == "interacting" and confused:
+        if self.task == "interacting" and confused and _last(prompt, str(rival), q) == rival:
             feedback = (
                 f"routed to {rival}, expected {q}: the prompt has rules for both and "
                 f'does not say how to tell them apart. Needed rule: "{DISAMBIGUATION[group]}"'

@@ -102,6 +102,7 @@ class GepaSearch:
         self._gating: set[str] = set()  # candidates being gated or scored right now
         self._gates: Counter[str] = Counter()  # gates each candidate went through
         self._shown: Counter[str] = Counter()  # failing seeds shown to proposals in flight
+        self._pending: set[asyncio.Task[None]] = set()  # children being accepted
 
     @property
     def stop_reason(self) -> str | None:
@@ -116,15 +117,19 @@ class GepaSearch:
         ]
         try:
             await asyncio.gather(*workers)
+            while self._pending:  # children still being accepted in the background
+                await asyncio.gather(*list(self._pending))
         finally:
-            for w in workers:
-                w.cancel()
+            for task in [*workers, *self._pending]:
+                task.cancel()
         return self._stop or "stopped"
 
     async def _worker(self) -> None:
         while self._stop is None:
             try:
                 made = await self._step()
+                if made is None:  # waited for a child to be accepted: neither new nor idle
+                    continue
                 self._idle = 0 if made else self._idle + 1
                 if self._idle >= self._d.config.max_idle_iterations:
                     self._halt(
@@ -185,8 +190,8 @@ class GepaSearch:
         best = self._d.state.best()
         return best[0] if best else None
 
-    async def _step(self) -> bool:
-        """One iteration; True when it produced a new candidate."""
+    async def _step(self) -> bool | None:
+        """One iteration; True when it produced a new candidate, None when it only waited."""
         self._d.budget.check_search()
         async with self._lock:
             self._iteration += 1
@@ -214,12 +219,21 @@ class GepaSearch:
 
     async def _mutate(
         self, iteration: int, parent_id: str, rotation: list[str], best_at_start: str | None
-    ) -> bool:
+    ) -> bool | None:
         async with self._lock:
             minibatch, context = self._evidence_seeds(parent_id, rotation)
             scores = self._d.state.train.get(parent_id, {})
             shown = [s for s in (*minibatch, *context) if scores.get(s, 1.0) < 1.0]
-            self._shown.update(shown)
+            if shown and self._pending and all(self._shown[s] > 0 for s in shown):
+                # Every failure it could be shown is being fixed already and a child waits to
+                # be accepted: wait for the new best rather than pay for the same fix again.
+                busy = True
+            else:
+                busy = False
+                self._shown.update(shown)
+        if busy:
+            await asyncio.wait(set(self._pending), return_when=asyncio.FIRST_COMPLETED)
+            return None
         try:
             return await self._reflect_and_gate(
                 iteration, parent_id, minibatch, context, best_at_start
@@ -278,21 +292,55 @@ class GepaSearch:
             iteration, candidate, against, minibatch, parent_mb=parent_mb, extension=context
         ):
             return True
+        accept = self._accept(iteration, candidate, against, best, rebases, minibatch, context)
+        if (d.config.proposals_in_flight or 1) <= 1:
+            await accept
+            return True
+        # In flight: accepting (rebase, gate, train) waits its turn in the background while
+        # this worker writes its next proposal; the failures it fixes stay marked as shown.
+        failing = [s for s in (*minibatch, *context) if self._shown[s] > 0]
+        self._shown.update(failing)
+        task = asyncio.create_task(self._settle(accept, failing))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return True
+
+    async def _settle(self, accept: Awaitable[None], shown: Sequence[str]) -> None:
+        try:
+            await accept
+        except BudgetExhausted as exc:
+            self._halt(str(exc))
+        finally:
+            self._shown.subtract(shown)
+
+    async def _accept(
+        self,
+        iteration: int,
+        candidate: CandidateRecord,
+        against: str,
+        best: str | None,
+        rebases: int,
+        minibatch: list[str],
+        context: list[str],
+    ) -> None:
+        """Stack a child that passed its gate on the best and score it on train.
+
+        Children are accepted one at a time: one that passed its gate while a sibling became
+        the best is rebased onto that best and gated against it, instead of starting a
+        parallel branch; one whose edit the best already has is dropped.
+        """
         async with self._accepting:
-            # Children are accepted one at a time: one that passed its gate while a sibling
-            # became the best is stacked on that best instead of starting a parallel branch.
             while (onto := self._superseded(against, best)) is not None:
                 rebased = await self._rebase(iteration, rebases, candidate, against, onto)
                 rebases += 1
                 if rebased == REDUNDANT:
-                    return True
+                    return
                 if not isinstance(rebased, CandidateRecord):
                     break
                 if not await self._gate(iteration, rebased, onto, minibatch, extension=context):
-                    return True
+                    return
                 candidate, against, best = rebased, onto, onto
             await self._full_train(candidate.candidate_id)
-        return True
 
     def _evidence_seeds(self, parent_id: str, rotation: list[str]) -> tuple[list[str], list[str]]:
         """The minibatch (half failures of the parent, half successes) and other failures.
