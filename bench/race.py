@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -126,6 +127,7 @@ class Arena:
     concurrency: int
     counted: bool  # the servers count calls (/stats, /reset): the simulated ones do
     ours_extra: tuple[str, ...] = ()
+    ours_flags: tuple[str, ...] = ()  # --ours-flags: what a user may pass too
     reflection_max_tokens: int = 2048
     env: dict[str, str] = field(default_factory=dict)
 
@@ -174,6 +176,7 @@ def run_ours(arena: Arena, in_flight: int, workdir: Path) -> Result:
         "--max-metric-calls",
         str(budget),
         *arena.ours_extra,
+        *arena.ours_flags,
     ]
     arena.reset()
     started, t0 = time.time(), time.monotonic()
@@ -456,6 +459,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies both latencies")
     parser.add_argument("--json", type=Path, default=None, help="also write every result here")
+    parser.add_argument(
+        "--ours-flags",
+        default="",
+        help="extra `optimize run` flags for ours, e.g. '--use-merge false'",
+    )
     args = parser.parse_args(argv)
     tasks = [t for t in args.tasks.split(",") if t]
     unknown = [t for t in tasks if t not in (*SIMULATED, "banking77")]
@@ -473,6 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     banking77(seed, args) if task == "banking77" else simulated(task, seed, args)
                 )
                 with arena_cm as arena:
+                    arena.ours_flags = tuple(shlex.split(args.ours_flags))
                     for contestant in contestants:
                         if task == "banking77" and contestant in ("ours-4", "gepa-pxn"):
                             continue  # one llama.cpp server answers one request at a time

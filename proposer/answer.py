@@ -33,8 +33,12 @@ __all__ = ["Shown", "parse_reply"]
 _OPEN = re.compile(
     r"^[ \t#*]*(?:<<<)?[ \t]*COMPONENT[ \t:]+`?([\w.\-]+)`?[ \t*]*>{0,3}[ \t]*$", re.M | re.I
 )
-# ">>>" on its own line, or at the end of the text's last line (a 0.5B also wrote ">>>>").
-_CLOSE = re.compile(r">{3,}[ \t]*$", re.M)
+# ">>>" on its own line, or at the end of the text's last line (a 0.5B also wrote ">>>>"), or
+# at the start of a line that goes on with the rationale or the next block (">>>Rationale:").
+_CLOSE = re.compile(r">{3,}[ \t]*$|^[ \t]*>{3,}(?=[ \t]*(?:rationale|<<<))", re.M | re.I)
+# An XML-style closing tag naming the block a small model puts after the text
+# ("</system_prompt>"); other tags may be the prompt's own.
+_END_TAG = r"\n[ \t]*</(?:component|{name})>[ \t]*$"
 _RATIONALE = re.compile(r"^[ \t*#]*RATIONALE[ \t*]*:[ \t*]*", re.M | re.I)
 _FENCE = re.compile(r"^[ \t]*```[^\n`]*$", re.M)
 _MARKER_LINE = re.compile(r"^[ \t]*(?:```[^\n`]*|>{3,}|<<<)[ \t]*$", re.M)
@@ -44,7 +48,8 @@ _PLACEHOLDER = re.compile(r"<[^<>\n]*\bnew (?:text|instruction)\b[^<>\n]*>", re.
 # A placeholder copied into the rationale, possibly cut off before its ">".
 _ANGLED = re.compile(r"<[^<>]*>?")
 _NO_RATIONALE = "(no rationale given)"
-_MIN_LINE = 6  # shorter lines ("", "---", "Yes.") say nothing about copying
+_MIN_LINE = 6
+_MIN_ECHO_LINES = 3  # fewer copied lines than this are an edit, not an echo  # shorter lines ("", "---", "Yes.") say nothing about copying
 # A copied section heading of the request ("## Failures (4 of 6 rollouts)", "Component
 # `x` (kind: ...)") starts an echo; short ones ("# Your task") may be a real prompt's own.
 _MIN_HEADING = 20
@@ -69,7 +74,10 @@ class Shown:
         seen = self.text.lower()
         own = [text.lower() for text in self.own]
         lines = [line for line in _lines(block) if not any(line in text for text in own)]
-        return 2 * sum(line in seen for line in lines) > len(lines)
+        copied = sum(line in seen for line in lines)
+        # A rule or two taken over from the feedback or from another candidate's diff is the
+        # edit asked for; an echo copies the request wholesale.
+        return copied >= _MIN_ECHO_LINES and 2 * copied > len(lines)
 
     def before_echo(self, block: str) -> str | None:
         """The block up to the first copied section heading of the request, where an echo
@@ -193,7 +201,7 @@ def _header_blocks(content: str) -> list[_Block]:
     for i, match in enumerate(opens):
         last = i + 1 == len(opens)
         region = content[match.end() : len(content) if last else opens[i + 1].start()]
-        body, close, used = _read_body(region)
+        body, close, used = _read_body(region, match.group(1))
         text = _drop_placeholders(body)
         if text is not None:
             after = region[used:] if close == "fence" else ""
@@ -204,7 +212,7 @@ def _header_blocks(content: str) -> list[_Block]:
     return blocks
 
 
-def _read_body(region: str) -> tuple[str, str, int]:
+def _read_body(region: str, name: str) -> tuple[str, str, int]:
     """A block's text, what closed it, and how much of ``region`` it used.
 
     The close is "marker" (>>>), "fence" (a bare fence after unfenced text), "wrapped" (the
@@ -212,7 +220,9 @@ def _read_body(region: str) -> tuple[str, str, int]:
     """
     marker = _CLOSE.search(region)
     if marker:  # well-formed: the text may itself contain fences; drop only a wrapping pair
-        return _unfence(region[: marker.start()]), "marker", marker.end()
+        end_tag = re.compile(_END_TAG.format(name=re.escape(name)), re.I)
+        text = end_tag.sub("", region[: marker.start()].rstrip())
+        return _unfence(text), "marker", marker.end()
     stop = _RATIONALE.search(region)
     text, fence, used = _until_fence(region[: stop.start() if stop else None])
     return text, fence or ("rationale" if stop else ""), used

@@ -27,6 +27,7 @@ from proposer.prompts import (
     wins_table,
 )
 from proposer.types import ProposerConfig
+from schemas.exceptions import ProposalRejected
 
 __all__ = ["run_text", "text_messages"]
 
@@ -85,20 +86,38 @@ UNCHANGED_NUDGE = (
 )
 
 
+CUT_OFF_NUDGE = (
+    "Keep this answer short: start with the <<<COMPONENT block and close it with >>> before "
+    "anything else. Do not repeat the request or the examples."
+)
+
+
 async def run_text(
     meter: UsageMeter, brief: Brief, config: ProposerConfig, rng: random.Random
 ) -> tuple[dict[str, str], str]:
-    """One text-mode request (two when the first copies the text back, up to whitespace).
+    """One text-mode request; a second one only when the first needs it.
 
     Small local models often echo the current text; one push turns many of those answers
     into a real edit, at the price of one more call only when it is needed. A block that
-    echoes the rest of the request (the evidence, the guidelines) does not count.
+    echoes the rest of the request (the evidence, the guidelines) does not count. An answer
+    that ran out of tokens before its block was complete is asked for once more, with a note
+    to write the block first (the cut-off answer is not sent back: it would fill the context).
     """
     messages = text_messages(brief, config, rng)
     own = tuple(text for parent in brief.parents for text in parent.components.values())
     shown = Shown(messages[-1]["content"], own)
     reply = await meter.chat(messages)
-    changed, rationale = _parse(reply, brief, config, shown)
+    try:
+        changed, rationale = _parse(reply, brief, config, shown)
+    except ProposalRejected as exc:
+        if exc.reason != "cut_off":
+            raise
+        again = [
+            *messages[:-1],
+            {**messages[-1], "content": messages[-1]["content"] + "\n\n" + CUT_OFF_NUDGE},
+        ]
+        reply = await meter.chat(again)
+        changed, rationale = _parse(reply, brief, config, shown)
     if changed and same_text(changed, {name: brief.base.get(name, "") for name in changed}):
         messages = [
             *messages,

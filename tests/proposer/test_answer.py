@@ -256,18 +256,22 @@ def test_a_fence_that_is_part_of_a_copied_request_does_not_close_a_block() -> No
     }
 
 
-def test_a_described_current_text_is_an_echo_and_copied_commentary_no_rationale() -> None:
+def test_a_copy_of_the_request_is_an_echo_and_copied_commentary_no_rationale() -> None:
     targets = ("system_prompt",)
     evidence = (
         "\n\n### seed b77-train-0000 (reward 0.00)\nInput:\n"
         "How long does it take for a new card to get here?"
     )
-    # Seen from the 0.5B: the component's purpose (its case changed) above the current text.
+    # Seen from the 0.5B: the component's purpose (its case changed) and the evidence copied
+    # above the current text. One copied line is an edit (the gate judges it); three are not.
     described = (
-        f"<<<COMPONENT system_prompt\nsystem prompt OF THE intent classifier.\n```\n{CURRENT}\n"
-        f"```\n>>>{evidence}"
+        "<<<COMPONENT system_prompt\nsystem prompt OF THE intent classifier.\nInput:\n"
+        "How long does it take for a new card to get here?\nStudent output:\ncard_arrival\n"
+        f"```\n{CURRENT}\n```\n>>>{evidence}"
     )
     assert _rejected(described, targets, shown=SHOWN).reason == "no_submission"
+    one = f"<<<COMPONENT system_prompt\nsystem prompt OF THE intent classifier.\n{CURRENT}\n>>>"
+    assert parse_reply(one, targets, shown=SHOWN)[0]["system_prompt"].startswith("system prompt")
     # A good block followed by a copy of the evidence: the copy is not its rationale.
     good = f"<<<COMPONENT system_prompt\n{NEW}\n>>>{evidence}"
     assert parse_reply(good, targets, shown=SHOWN) == (
@@ -287,3 +291,42 @@ def test_repeating_the_current_text_or_quoting_one_input_is_not_an_echo() -> Non
         "here?\n>>>"
     )
     assert "for example" in parse_reply(edited, targets, shown=SHOWN)[0]["system_prompt"]
+
+
+def test_a_block_closed_by_a_rationale_on_the_marker_line_is_salvaged_from_a_cut_off_repeat() -> (
+    None
+):
+    # Seen from the 0.5B: an end tag, ">>>Rationale: ..." on one line, then the block again,
+    # cut off. The first block is complete; neither the tag nor the rationale is prompt text.
+    answer = (
+        "<<<COMPONENT system_prompt\nRoute tickets.\n- Outages go to outages.\n"
+        "</system_prompt>\n\n>>>Rationale: adds the outage rule.\n\n"
+        "<<<COMPONENT system_prompt\nRoute tickets.\n- Outa"
+    )
+    found, _ = parse_reply(answer, ("system_prompt",), cut_off_at=400)
+    assert found == {"system_prompt": "Route tickets.\n- Outages go to outages."}
+
+
+def test_a_prompts_own_tags_and_repl_lines_are_kept() -> None:
+    text = "Answer in <rules> form.\n>>> print(1)\n<rules>\n- a\n</rules>"
+    found, _ = parse_reply(
+        f"<<<COMPONENT system_prompt\n{text}\n>>>\nRATIONALE: x", ("system_prompt",)
+    )
+    assert found == {"system_prompt": text}
+
+
+def test_a_new_rule_quoted_from_the_feedback_is_an_edit_not_an_echo() -> None:
+    current = "Route the ticket.\n- Card charges go to billing."
+    request = (
+        f"## Component `system_prompt`\n```\n{current}\n```\n"
+        "Verifier feedback: routed to general, expected refunds. Needed rule:\n"
+        "- Requests to get money back go to refunds.\n"
+        "# Other candidates on the Pareto frontier\n+- Sending an item back goes to returns."
+    )
+    new = f"{current}\n- Requests to get money back go to refunds.\n- Sending an item back goes to returns."
+    found, _ = parse_reply(
+        f"<<<COMPONENT system_prompt\n{new}\n>>>",
+        ("system_prompt",),
+        shown=Shown(request, (current,)),
+    )
+    assert found == {"system_prompt": new}

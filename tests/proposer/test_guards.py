@@ -28,13 +28,19 @@ NEW = "Classify the banking intent; delivery-time questions are card_delivery_es
     ],
 )
 async def test_rejections_carry_reason_and_usage(api, answer, finish, reason) -> None:
-    scripted(api, completion(answer, finish_reason=finish, prompt_tokens=300, completion_tokens=40))
+    reply = completion(answer, finish_reason=finish, prompt_tokens=300, completion_tokens=40)
+    scripted(api, reply, reply)
     proposer = make_proposer(mode="text", max_prompt_chars=500)
     with pytest.raises(ProposalRejected) as info:
         await proposer.propose(banking_request())
     assert info.value.reason == reason
     usage = info.value.usage  # type: ignore[attr-defined]
-    assert (usage.calls, usage.input_tokens, usage.output_tokens) == (1, 300, 40)
+    calls = 2 if reason == "cut_off" else 1  # a cut-off answer is asked for once more
+    assert (usage.calls, usage.input_tokens, usage.output_tokens) == (
+        calls,
+        300 * calls,
+        40 * calls,
+    )
     assert proposer.total_usage == usage
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from proposer import CandidateView, ComponentSpec
 from proposer.prompts import output_format
+from proposer.textmode import CUT_OFF_NUDGE
 from schemas import ProposalRejected
 from tests.proposer.fakes import (
     PARENT_PROMPT,
@@ -87,14 +88,26 @@ async def test_a_cut_off_answer_after_a_complete_block_becomes_the_candidate(api
     assert proposal.usage.calls == 1
 
 
-async def test_an_answer_cut_off_inside_its_block_is_rejected(api) -> None:
-    scripted(
-        api, completion("<<<COMPONENT system_prompt\nClassify the banking", finish_reason="length")
-    )
+async def test_an_answer_cut_off_inside_its_block_twice_is_rejected(api) -> None:
+    cut = completion("<<<COMPONENT system_prompt\nClassify the banking", finish_reason="length")
+    script = scripted(api, cut, cut)
     with pytest.raises(ProposalRejected) as info:
         await make_proposer(mode="text", max_tokens=300).propose(banking_request())
     assert info.value.reason == "cut_off"
     assert "max_tokens=300" in str(info.value) and "not closed" in str(info.value)
+    assert len(script.requests) == 2
+
+
+async def test_a_cut_off_answer_is_asked_for_once_more_with_the_block_first(api) -> None:
+    cut = completion("<<<COMPONENT system_prompt\nClassify the banking", finish_reason="length")
+    script = scripted(api, cut, completion(text_answer(NEW)))
+    proposal = await make_proposer(mode="text", max_tokens=300).propose(banking_request())
+    assert proposal.components == {"system_prompt": NEW}
+    assert proposal.usage.calls == 2
+    first, second = script.requests
+    # The same request, not a conversation: the cut-off answer is not sent back.
+    assert len(second["messages"]) == len(first["messages"])
+    assert second["messages"][-1]["content"].endswith(CUT_OFF_NUDGE)
 
 
 async def test_a_block_that_echoes_the_request_is_rejected(api) -> None:
