@@ -103,6 +103,7 @@ class GepaSearch:
         self._gates: Counter[str] = Counter()  # gates each candidate went through
         self._shown: Counter[str] = Counter()  # failing seeds shown to proposals in flight
         self._pending: set[asyncio.Task[None]] = set()  # children being accepted
+        self._fixed: dict[str, list[str]] = {}  # seeds where a child beat its parent at its gate
 
     @property
     def stop_reason(self) -> str | None:
@@ -288,6 +289,7 @@ class GepaSearch:
                 return True
             if isinstance(rebased, CandidateRecord):
                 candidate, against, best, parent_mb = rebased, onto, onto, None
+                minibatch, context = await self._seeds_for(onto, candidate.candidate_id, minibatch)
         if not await self._gate(
             iteration, candidate, against, minibatch, parent_mb=parent_mb, extension=context
         ):
@@ -337,6 +339,7 @@ class GepaSearch:
                     return
                 if not isinstance(rebased, CandidateRecord):
                     break
+                minibatch, context = await self._seeds_for(onto, candidate.candidate_id, minibatch)
                 if not await self._gate(iteration, rebased, onto, minibatch, extension=context):
                     return
                 candidate, against, best = rebased, onto, onto
@@ -365,6 +368,28 @@ class GepaSearch:
         minibatch = chosen + rest[: size - len(chosen)]
         pool = [s for s in (fresh or failing) if s not in minibatch]
         return minibatch, pool[: CONTEXT_PER_MINIBATCH * size]
+
+    async def _seeds_for(
+        self, parent_id: str, child_id: str, rotation: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """Gate seeds for ``child_id``'s edit rebased onto ``parent_id``.
+
+        The seeds where the edit beat its first parent and ``parent_id`` still fails show
+        whether it still fixes something; seeds ``parent_id`` passes catch regressions; its
+        other failures are the extension. (The first minibatch may be solved entirely by the
+        new parent, which would leave the gate nothing to show.)
+        """
+        async with self._lock:
+            minibatch, context = self._evidence_seeds(parent_id, rotation)
+            scores = self._d.state.train.get(parent_id, {})
+            fixed = [s for s in self._fixed.get(child_id, ()) if scores.get(s, 1.0) < 1.0]
+            if not fixed:
+                return minibatch, context
+            passing = [s for s in minibatch + rotation if scores.get(s, 0.0) >= 1.0]
+            size = len(rotation)
+            chosen = fixed[: -(-size // 2)]
+            minibatch = list(dict.fromkeys(chosen + passing))[:size]
+            return minibatch, [s for s in context if s not in minibatch]
 
     async def _context(self, parent_id: str, seeds: Sequence[str]) -> tuple[Evaluation, ...]:
         """The parent's rollouts on ``seeds``, read from the cache (no rollout is paid)."""
@@ -465,6 +490,8 @@ class GepaSearch:
                     "reason": "the parent already solves every seed of this minibatch",
                 },
             )
+            async with self._lock:  # never scored: it may be gated again when written again
+                d.state.minibatch.setdefault(child.candidate_id, {})
             return False
         self._gating.add(child.candidate_id)
         self._gates[child.candidate_id] += 1
@@ -535,6 +562,10 @@ class GepaSearch:
                 "accepted": accepted,
             },
         )
+        best = {s: max((r[s].reward or 0.0) for r in results if s in r) for s in seeds}
+        self._fixed[child.candidate_id] = [
+            s for s in seeds if s in child_res and (child_res[s].reward or 0.0) > best.get(s, 0.0)
+        ]
         async with self._lock:
             d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_res))
             if accepted:

@@ -198,18 +198,33 @@ async def test_a_stale_proposal_is_rebased_onto_the_new_best(tmp_path: Path) -> 
     assert set(stored[stale_child].components["system_prompt"].splitlines()) < lines
 
 
-async def test_budget_is_spent_to_the_end_and_the_last_candidate_scored_on_what_is_left(
+@pytest.mark.parametrize("in_flight", [1, 4])
+@pytest.mark.parametrize("budget", [45, 55, 66, 78])
+async def test_a_run_stopped_by_its_budget_spends_it(
+    tmp_path: Path, budget: int, in_flight: int
+) -> None:
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    result = await _run(
+        tmp_path, container, proposer, max_metric_calls=budget, proposals_in_flight=in_flight
+    )
+    packet = result.evidence
+    assert "budget" in packet["stop_reason"]
+    assert 0.95 * budget <= packet["rollouts"]["paid"] <= budget
+    assert sum(container.calls.values()) == packet["rollouts"]["paid"]
+
+
+async def test_the_last_candidate_is_scored_on_the_train_seeds_the_budget_has_left(
     tmp_path: Path,
 ) -> None:
     container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
     events: list[Event] = []
-    result = await _run(tmp_path, container, proposer, events, max_metric_calls=55)
-    packet = result.evidence
-    assert "budget" in packet["stop_reason"]
-    assert packet["rollouts"]["paid"] >= 0.95 * 55
-    assert packet["rollouts"]["paid"] <= 55
+    result = await _run(
+        tmp_path, container, proposer, events, max_metric_calls=55, proposals_in_flight=1
+    )
     partial = [e.data for e in events if e.type == "scored" and e.data["split"] == "train_partial"]
     assert partial and partial[0]["seeds"] < partial[0]["of"]
+    assert "scored on" in result.evidence["stop_reason"]
+    assert result.evidence["rollouts"]["paid"] == 55
     assert result.promoted
 
 
