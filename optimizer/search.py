@@ -103,7 +103,6 @@ class GepaSearch:
         self._gates: Counter[str] = Counter()  # gates each candidate went through
         self._shown: Counter[str] = Counter()  # failing seeds shown to proposals in flight
         self._pending: set[asyncio.Task[None]] = set()  # children being accepted
-        self._fixed: dict[str, list[str]] = {}  # seeds where a child beat its parent at its gate
 
     @property
     def stop_reason(self) -> str | None:
@@ -129,7 +128,8 @@ class GepaSearch:
         while self._stop is None:
             try:
                 made = await self._step()
-                if made is None:  # waited for a child to be accepted: neither new nor idle
+                if made is None or (not made and self._pending):
+                    # Waited, or repeated a fix still being accepted: the search is not stuck.
                     continue
                 self._idle = 0 if made else self._idle + 1
                 if self._idle >= self._d.config.max_idle_iterations:
@@ -281,28 +281,18 @@ class GepaSearch:
         )
         if child is None:
             return False
-        candidate, against, best, rebases = child, parent_id, best_at_start, 0
-        if (onto := self._superseded(against, best)) is not None:
-            rebased = await self._rebase(iteration, rebases, candidate, against, onto)
-            rebases += 1
-            if rebased == REDUNDANT:
-                return True
-            if isinstance(rebased, CandidateRecord):
-                candidate, against, best, parent_mb = rebased, onto, onto, None
-                minibatch, context = await self._seeds_for(onto, candidate.candidate_id, minibatch)
-        if not await self._gate(
-            iteration, candidate, against, minibatch, parent_mb=parent_mb, extension=context
-        ):
-            return True
-        accept = self._accept(iteration, candidate, against, best, rebases, minibatch, context)
+        accept = self._gate_and_accept(
+            iteration, child, parent_id, best_at_start, minibatch, context, parent_mb
+        )
         if (d.config.proposals_in_flight or 1) <= 1:
             await accept
             return True
-        # In flight: accepting (rebase, gate, train) waits its turn in the background while
-        # this worker writes its next proposal; the failures it fixes stay marked as shown.
-        failing = [s for s in (*minibatch, *context) if self._shown[s] > 0]
-        self._shown.update(failing)
-        task = asyncio.create_task(self._settle(accept, failing))
+        # In flight: the child waits its turn to be gated and accepted in the background while
+        # this worker writes its next proposal; the failures it targets stay marked.
+        parent_scores = d.state.train.get(parent_id, {})
+        targets = [s for s in minibatch if parent_scores.get(s, 1.0) < 1.0]
+        self._shown.update(targets)
+        task = asyncio.create_task(self._settle(accept, targets))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         return True
@@ -315,35 +305,40 @@ class GepaSearch:
         finally:
             self._shown.subtract(shown)
 
-    async def _accept(
+    async def _gate_and_accept(
         self,
         iteration: int,
-        candidate: CandidateRecord,
-        against: str,
-        best: str | None,
-        rebases: int,
+        child: CandidateRecord,
+        parent_id: str,
+        best_at_start: str | None,
         minibatch: list[str],
         context: list[str],
+        parent_mb: Mapping[str, SeedResult] | None,
     ) -> None:
-        """Stack a child that passed its gate on the best and score it on train.
+        """Gate a child once against what it would be stacked on; if it passes, score it on train.
 
-        Children are accepted one at a time: one that passed its gate while a sibling became
-        the best is rebased onto that best and gated against it, instead of starting a
-        parallel branch; one whose edit the best already has is dropped.
+        Children are gated and accepted one at a time. One written on the best while a
+        sibling replaced that best is first rebased onto the new best (a three-way text merge)
+        and gated against it, on the failures its proposal targeted that the new best still
+        has, so parallel improvements stack; one whose edit the best already has is dropped;
+        one whose edit conflicts stays on its own branch and is gated against its parent.
         """
+        d = self._d
         async with self._accepting:
-            while (onto := self._superseded(against, best)) is not None:
-                rebased = await self._rebase(iteration, rebases, candidate, against, onto)
-                rebases += 1
+            candidate, against, seeds, extension = child, parent_id, minibatch, context
+            if (onto := self._superseded(parent_id, best_at_start)) is not None:
+                rebased = await self._rebase(iteration, 0, child, parent_id, onto)
                 if rebased == REDUNDANT:
                     return
-                if not isinstance(rebased, CandidateRecord):
-                    break
-                minibatch, context = await self._seeds_for(onto, candidate.candidate_id, minibatch)
-                if not await self._gate(iteration, rebased, onto, minibatch, extension=context):
-                    return
-                candidate, against, best = rebased, onto, onto
-            await self._full_train(candidate.candidate_id)
+                if isinstance(rebased, CandidateRecord):
+                    parent_scores = d.state.train.get(parent_id, {})
+                    targets = [s for s in (*minibatch, *context) if parent_scores.get(s, 1.0) < 1.0]
+                    candidate, against, parent_mb = rebased, onto, None
+                    seeds, extension = await self._seeds_for(onto, targets, minibatch)
+            if await self._gate(
+                iteration, candidate, against, seeds, parent_mb=parent_mb, extension=extension
+            ):
+                await self._full_train(candidate.candidate_id)
 
     def _evidence_seeds(self, parent_id: str, rotation: list[str]) -> tuple[list[str], list[str]]:
         """The minibatch (half failures of the parent, half successes) and other failures.
@@ -370,26 +365,27 @@ class GepaSearch:
         return minibatch, pool[: CONTEXT_PER_MINIBATCH * size]
 
     async def _seeds_for(
-        self, parent_id: str, child_id: str, rotation: list[str]
+        self, parent_id: str, targets: Sequence[str], rotation: list[str]
     ) -> tuple[list[str], list[str]]:
-        """Gate seeds for ``child_id``'s edit rebased onto ``parent_id``.
+        """Gate seeds for an edit (meant to fix ``targets``) rebased onto ``parent_id``.
 
-        The seeds where the edit beat its first parent and ``parent_id`` still fails show
-        whether it still fixes something; seeds ``parent_id`` passes catch regressions; its
-        other failures are the extension. (The first minibatch may be solved entirely by the
-        new parent, which would leave the gate nothing to show.)
+        Targets that ``parent_id`` still fails show whether the edit still fixes something;
+        seeds it passes catch regressions; its other failures are the extension. (The first
+        minibatch may be solved entirely by the new parent, which would leave the gate
+        nothing to show.)
         """
         async with self._lock:
             minibatch, context = self._evidence_seeds(parent_id, rotation)
             scores = self._d.state.train.get(parent_id, {})
-            fixed = [s for s in self._fixed.get(child_id, ()) if scores.get(s, 1.0) < 1.0]
-            if not fixed:
+            still = [s for s in targets if scores.get(s, 1.0) < 1.0]
+            if not still:
                 return minibatch, context
-            passing = [s for s in minibatch + rotation if scores.get(s, 0.0) >= 1.0]
             size = len(rotation)
-            chosen = fixed[: -(-size // 2)]
-            minibatch = list(dict.fromkeys(chosen + passing))[:size]
-            return minibatch, [s for s in context if s not in minibatch]
+            passing = [s for s in minibatch + rotation if scores.get(s, 0.0) >= 1.0]
+            chosen = still[: -(-size // 2)]
+            seeds = list(dict.fromkeys(chosen + passing))[:size]
+            extension = [s for s in dict.fromkeys(still + context) if s not in seeds]
+            return seeds, extension[: CONTEXT_PER_MINIBATCH * size]
 
     async def _context(self, parent_id: str, seeds: Sequence[str]) -> tuple[Evaluation, ...]:
         """The parent's rollouts on ``seeds``, read from the cache (no rollout is paid)."""
@@ -562,10 +558,6 @@ class GepaSearch:
                 "accepted": accepted,
             },
         )
-        best = {s: max((r[s].reward or 0.0) for r in results if s in r) for s in seeds}
-        self._fixed[child.candidate_id] = [
-            s for s in seeds if s in child_res and (child_res[s].reward or 0.0) > best.get(s, 0.0)
-        ]
         async with self._lock:
             d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_res))
             if accepted:
