@@ -1,0 +1,61 @@
+"""The adaptive reserve: what the end of a run still needs, from the search state (pure)."""
+
+from __future__ import annotations
+
+from optimizer.plan import RunPlan
+from optimizer.promotion import selection_need
+from optimizer.state import SearchState
+from schemas import CandidateRecord, candidate_id_for, content_hash
+
+TRAIN = ("t1", "t2", "t3", "t4")
+HOLDOUT = tuple(f"h{i}" for i in range(10))
+VAL = ("v1", "v2", "v3")
+
+
+def _state(*texts: str) -> tuple[SearchState, list[str]]:
+    state, ids = SearchState(train_seeds=TRAIN), []
+    for text in texts:
+        comps = {"p": text}
+        cid = candidate_id_for(comps)
+        state.add(
+            CandidateRecord(
+                run_id="r",
+                candidate_id=cid,
+                content_hash=content_hash(comps),
+                components=comps,
+                origin="seed" if not ids else "mutation",
+                parents=ids[:1],
+            )
+        )
+        ids.append(cid)
+    return state, ids
+
+
+def test_nothing_is_reserved_while_no_child_could_win() -> None:
+    state, (base,) = _state("base")
+    state.set_train(base, dict.fromkeys(TRAIN, 0.5))
+    assert selection_need(state, RunPlan(TRAIN, HOLDOUT), base) == 0
+
+
+def test_the_winners_holdout_is_reserved_from_the_first_passing_gate() -> None:
+    state, (base, child) = _state("base", "child")
+    state.set_train(base, dict.fromkeys(TRAIN, 0.5))
+    state.promising.add(child)  # passed a minibatch gate; its train evaluation not booked yet
+    assert selection_need(state, RunPlan(TRAIN, HOLDOUT), base) == len(HOLDOUT)
+    state.set_train(child, dict.fromkeys(TRAIN, 1.0))
+    assert selection_need(state, RunPlan(TRAIN, HOLDOUT), base) == len(HOLDOUT)
+    state.holdout[child] = dict.fromkeys(HOLDOUT, 1.0)  # already measured: nothing left
+    assert selection_need(state, RunPlan(TRAIN, HOLDOUT), base) == 0
+
+
+def test_val_selection_reserves_the_frontier_it_will_score_and_the_winners_holdout() -> None:
+    state, (base, a, b) = _state("base", "a", "b")
+    state.set_train(base, {"t1": 1.0, "t2": 0.0, "t3": 0.0, "t4": 0.0})
+    state.set_train(a, {"t1": 0.0, "t2": 1.0, "t3": 1.0, "t4": 0.0})
+    state.set_train(b, {"t1": 0.0, "t2": 0.0, "t3": 0.0, "t4": 1.0})
+    plan = RunPlan(TRAIN, HOLDOUT, VAL, top_k=2)
+    # Top 2 of the frontier by train mean (a, then base) plus the baseline: 2 on val, then
+    # the winner on holdout. Only what was chosen, not the whole frontier (b is third).
+    assert selection_need(state, plan, base) == 2 * len(VAL) + len(HOLDOUT)
+    state.val[a] = dict.fromkeys(VAL, 1.0)
+    assert selection_need(state, plan, base) == len(VAL) + len(HOLDOUT)
