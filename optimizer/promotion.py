@@ -60,18 +60,25 @@ class Promotion:
 
 
 def choose_on_train(state: SearchState, baseline_id: str) -> str:
-    """The best train mean; a partially scored candidate that beats it on its seeds instead."""
+    """The best train mean; a partially scored candidate only when it beats that for sure.
+
+    A partial candidate's scored seeds are not a fair sample: they start with the seeds of its
+    gate, which were picked where its parent failed. So it wins only if its train mean with
+    every unscored seed counted at the lowest reward seen still beats the best's mean.
+    """
     best = state.best()
-    chosen = best[0] if best else baseline_id
-    margin = 0.0
+    if not best:
+        return baseline_id
+    chosen, bar = best
+    n = len(state.train_seeds)
+    seen = [*state.train.values(), *state.partial.values()]
+    floor = min((v for scores in seen for v in scores.values()), default=0.0)
     for cid, scores in state.partial.items():
-        incumbent = state.train.get(chosen, {})
-        shared = [s for s in scores if s in incumbent]
-        if not shared:
+        if not scores or n == 0:
             continue
-        gain = sum(scores[s] - incumbent[s] for s in shared) / len(shared)
-        if gain > margin:
-            chosen, margin = cid, gain
+        low = (sum(scores.values()) + floor * (n - len(scores))) / n
+        if low > bar:
+            chosen, bar = cid, low
     return chosen
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from optimizer.plan import RunPlan
-from optimizer.promotion import selection_need
+from optimizer.promotion import choose_on_train, selection_need
 from optimizer.state import SearchState
 from schemas import CandidateRecord, candidate_id_for, content_hash
 
@@ -59,3 +59,22 @@ def test_val_selection_reserves_the_frontier_it_will_score_and_the_winners_holdo
     assert selection_need(state, plan, base) == 2 * len(VAL) + len(HOLDOUT)
     state.val[a] = dict.fromkeys(VAL, 1.0)
     assert selection_need(state, plan, base) == len(VAL) + len(HOLDOUT)
+
+
+def test_a_partial_candidate_that_wins_only_its_gate_seeds_is_not_chosen() -> None:
+    # Scored on 2 of 4 train seeds (its gate's, where it beat its parent): 1.0 there beats the
+    # best's 0.5 on the same seeds, but with the other two unknown it is not surely better.
+    state, (base, best, partial) = _state("base", "best", "partial")
+    state.set_train(base, dict.fromkeys(TRAIN, 0.0))
+    state.set_train(best, dict.fromkeys(TRAIN, 0.5))
+    state.partial[partial] = {"t1": 1.0, "t2": 1.0}
+    assert choose_on_train(state, base) == best
+
+
+def test_a_partial_candidate_better_even_at_its_worst_is_chosen() -> None:
+    state, (base, best, partial) = _state("base", "best", "partial")
+    state.set_train(base, dict.fromkeys(TRAIN, 0.0))
+    state.set_train(best, dict.fromkeys(TRAIN, 0.25))
+    state.partial[partial] = {"t1": 1.0, "t2": 1.0, "t3": 1.0}
+    # Unscored t4 counted at the lowest reward seen (0.0): 0.75 > 0.25.
+    assert choose_on_train(state, base) == partial
