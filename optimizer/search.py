@@ -103,6 +103,9 @@ class GepaSearch:
         self._gates: Counter[str] = Counter()  # gates each candidate went through
         self._shown: Counter[str] = Counter()  # failing seeds shown to proposals in flight
         self._pending: set[asyncio.Task[None]] = set()  # children being accepted
+        # Accepted children that broke seeds their parent passed without beating it: the next
+        # free worker builds on one of them, shown the seeds it broke (``_follow_up``).
+        self._follow: dict[str, list[str]] = {}
 
     @property
     def stop_reason(self) -> str | None:
@@ -208,21 +211,30 @@ class GepaSearch:
                 self._merge_due = False
                 self._merges += 1
                 pair = pairs[self._d.rng.randrange(len(pairs))]
+            elif self._follow:
+                parent_id = next(iter(self._follow))
+                broken = self._follow.pop(parent_id)
             else:
                 parent_id = sample_parent(self._d.state.frontier, self._d.rng)
+                broken = []
             minibatch = self._sampler.next()
             best_at_start = self._best_id()
         if merging:
             return await self._merge(iteration, pair)
-        return await self._mutate(iteration, parent_id, minibatch, best_at_start)
+        return await self._mutate(iteration, parent_id, minibatch, best_at_start, broken)
 
     # mutations
 
     async def _mutate(
-        self, iteration: int, parent_id: str, rotation: list[str], best_at_start: str | None
+        self,
+        iteration: int,
+        parent_id: str,
+        rotation: list[str],
+        best_at_start: str | None,
+        broken: Sequence[str] = (),
     ) -> bool | None:
         async with self._lock:
-            minibatch, context = self._evidence_seeds(parent_id, rotation)
+            minibatch, context = self._evidence_seeds(parent_id, rotation, broken)
             scores = self._d.state.train.get(parent_id, {})
             shown = [s for s in (*minibatch, *context) if scores.get(s, 1.0) < 1.0]
             if shown and self._pending and all(self._shown[s] > 0 for s in shown):
@@ -338,9 +350,11 @@ class GepaSearch:
             if await self._gate(
                 iteration, candidate, against, seeds, parent_mb=parent_mb, extension=extension
             ):
-                await self._full_train(candidate.candidate_id)
+                await self._full_train(candidate.candidate_id, against)
 
-    def _evidence_seeds(self, parent_id: str, rotation: list[str]) -> tuple[list[str], list[str]]:
+    def _evidence_seeds(
+        self, parent_id: str, rotation: list[str], broken: Sequence[str] = ()
+    ) -> tuple[list[str], list[str]]:
         """The minibatch (half failures of the parent, half successes) and other failures.
 
         A fully evaluated parent's train scores are cached, so choosing seeds where it fails
@@ -356,6 +370,7 @@ class GepaSearch:
         failing = [s for s in self._d.state.train_seeds if scores.get(s, 1.0) < 1.0]
         self._d.rng.shuffle(failing)
         failing.sort(key=lambda s: self._shown[s] > 0)  # stable: one in flight is unchanged
+        failing.sort(key=lambda s: s not in broken)  # a follow-up is shown what its edit broke
         fresh = [s for s in failing if not self._shown[s]]
         chosen = failing[: min(len(failing), -(-size // 2))]
         passing = [s for s in rotation if s not in failing]
@@ -598,7 +613,7 @@ class GepaSearch:
             return False
         if await self._gate(iteration, child, (a.candidate_id, b.candidate_id), seeds):
             async with self._accepting:
-                await self._full_train(child.candidate_id)
+                await self._full_train(child.candidate_id, (a.candidate_id, b.candidate_id))
         return True
 
     async def _text_merge(
@@ -762,11 +777,30 @@ class GepaSearch:
         )
         return d.state.candidates[record.candidate_id]
 
-    async def _full_train(self, candidate_id: str) -> None:
+    async def _full_train(self, candidate_id: str, against: str | tuple[str, str]) -> None:
         d = self._d
         if candidate_id not in d.state.train:
             await score_on_train(d, self._lock, candidate_id)
         self._merge_due = True
+        if isinstance(against, str):
+            self._follow_up(candidate_id, against)
         scores = d.state.train.get(candidate_id, {})
         if len(scores) == len(d.state.train_seeds) and min(scores.values(), default=0.0) >= 1.0:
             self._halt(f"{candidate_id} scores full marks on every train seed")
+
+    def _follow_up(self, candidate_id: str, parent_id: str) -> None:
+        """Queue a sideways child (it fixed seeds and broke others, no better on the mean).
+
+        Fixes interact: a new rule can win its own seeds and take over others' (two
+        look-alike cases). The child is kept on the frontier for the seeds it wins, but only
+        a next edit on it (one that tells the cases apart) pays off, and sampling parents by
+        seeds won rarely picks a child that wins few. So the next free worker writes that edit,
+        shown the seeds the child broke first.
+        """
+        s = self._d.state
+        child, parent = s.train.get(candidate_id, {}), s.train.get(parent_id, {})
+        broken = [x for x in s.train_seeds if x in child and child[x] < parent.get(x, 0.0)]
+        mean, parent_mean = s.train_mean(candidate_id), s.train_mean(parent_id)
+        if broken and mean is not None and parent_mean is not None and mean <= parent_mean:
+            if candidate_id in s.frontier.members():
+                self._follow[candidate_id] = broken

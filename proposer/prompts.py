@@ -103,33 +103,32 @@ def task_line(targets: Sequence[str]) -> str:
     """The one-line statement of the job that opens a text-mode request."""
     return (
         f"Task: write a better version of {names(targets)} so that the student stops making "
-        f"the mistakes shown below. Answer with the new text first, in <<<COMPONENT blocks, "
-        f"then at most one short RATIONALE line, as described at the end."
+        f"the mistakes shown below. Answer with one PATTERNS line, then the new text in "
+        f"<<<COMPONENT blocks, as described at the end."
     )
 
 
 def output_format(targets: Sequence[str], cap: int) -> str:
-    """The text-mode answer format, with the length cap: the blocks first, a rationale after.
+    """The text-mode answer format, with the length cap: one PATTERNS line, then the blocks.
 
-    Small models spend their tokens on whatever is asked for first: with the rationale first,
-    a 0.5B model ran out of tokens before (or inside) its block in most answers. With the
-    text first, an answer cut off in its rationale still holds a complete block.
+    Small models spend their tokens on whatever is asked for first: with a free rationale
+    first, a 0.5B model ran out of tokens before (or inside) its block in most answers. With
+    the block first and nothing before it, the 1.5B copied the current text back unchanged in
+    most answers on Banking77. One line naming the mistake patterns is short enough for the
+    first and gives the second what to write; an answer cut off after its blocks still counts.
     """
     blocks = "\n".join(
-        f"<<<COMPONENT {name}\n{PLACEHOLDER} {name}, at most {cap:,} characters>\n>>>"
+        f"<<<COMPONENT {name}\n{PLACEHOLDER} {name}: the current text, tightened, plus one "
+        f"precise rule for each pattern, at most {cap:,} characters>\n>>>"
         for name in targets
     )
-    start = (
-        "Start your answer with this block; write nothing before it"
-        if len(targets) == 1
-        else "Start your answer with the blocks, one for each component you change; write "
-        "nothing before them"
-    )
+    then = "the block" if len(targets) == 1 else "the blocks, one for each component you change"
     return (
         f"# Answer format (follow it exactly)\n"
-        f"{start}:\n{blocks}\n"
-        f"RATIONALE: <optional: one short sentence on the mistake pattern the new text fixes>\n\n"
-        f"Close each block with >>> on its own line. Write nothing after the RATIONALE line."
+        f"First one line naming the mistake patterns you will fix, then {then}:\n"
+        f"PATTERNS: <the two or three mistake patterns behind most failures, a few words each>\n"
+        f"{blocks}\n\n"
+        f"Close each block with >>> on its own line. Write nothing after the last block."
     )
 
 

@@ -3,7 +3,8 @@
 For models that cannot call tools (Qwen2.5-Coder behind llama.cpp, whose chat template
 does not produce OpenAI ``tool_calls``). The answer starts with the new text in
 ``<<<COMPONENT name`` ... ``>>>`` blocks and may end with a short ``RATIONALE:`` line;
-``proposer.answer`` reads it. An answer cut off at ``max_tokens`` still counts when its
+``proposer.answer`` reads it (a ``PATTERNS:`` line before the blocks becomes the rationale).
+An answer cut off at ``max_tokens`` still counts when its
 blocks were complete before the cut (then usually only the rationale is missing).
 """
 
@@ -81,8 +82,9 @@ def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> l
 
 
 UNCHANGED_NUDGE = (
-    "Your new text is identical to the current text, so it cannot fix any failure. Write a "
-    "changed, improved version that addresses the failures above, in the same format."
+    "Your new text is identical to the current text, so it cannot fix any failure. Name the "
+    "mistake patterns on the PATTERNS line, then write a changed version with one precise "
+    "rule for each, in the same format."
 )
 
 

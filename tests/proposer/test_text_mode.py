@@ -42,7 +42,7 @@ async def test_well_formed_answer_becomes_the_candidate(api) -> None:
         "## Successes (1: behaviour to keep)" in user
         and "What is today's euro exchange rate?" in user
     )
-    assert "<<<COMPONENT system_prompt" in user and "RATIONALE:" in user
+    assert "<<<COMPONENT system_prompt" in user and "PATTERNS:" in user
     assert "at most 6,000 characters" in user
     assert "generalize" in request["messages"][0]["content"]
 
@@ -58,24 +58,24 @@ def _answer_format(user: str) -> str:
     return user[user.index("# Answer format") :]
 
 
-async def test_the_request_asks_for_the_new_text_first_and_an_optional_rationale(api) -> None:
+async def test_the_request_asks_for_one_patterns_line_then_the_new_text(api) -> None:
     script = scripted(api, completion(text_answer(NEW)))
     await make_proposer(mode="text").propose(banking_request())
     user = script.requests[0]["messages"][1]["content"]
     task = user.splitlines()[0]
     assert task.startswith("Task: write a better version of `system_prompt`")
-    assert "new text first" in task and task.index("<<<COMPONENT") < task.index("RATIONALE")
+    assert task.index("PATTERNS") < task.index("<<<COMPONENT")
     answer = _answer_format(user)
-    assert answer.splitlines()[1] == "Start your answer with this block; write nothing before it:"
-    block = (
-        "<<<COMPONENT system_prompt\n"
-        "<the complete new text of system_prompt, at most 6,000 characters>\n>>>\n"
-    )
-    assert block + "RATIONALE: <optional: one short sentence" in answer
-    # Several targets: every block comes before the rationale.
+    lines = answer.splitlines()
+    assert lines[1].startswith("First one line naming the mistake patterns")
+    assert lines[2].startswith("PATTERNS: <") and lines[3] == "<<<COMPONENT system_prompt"
+    assert lines[4].startswith("<the complete new text of system_prompt: the current text")
+    assert lines[4].endswith("at most 6,000 characters>") and lines[5] == ">>>"
+    assert "RATIONALE" not in answer
+    # Several targets: one PATTERNS line, then every block.
     several = output_format(("a", "b"), 500)
+    assert several.index("PATTERNS:") < several.index("<<<COMPONENT a")
     assert several.index("<<<COMPONENT a") < several.index("<<<COMPONENT b")
-    assert several.index("<<<COMPONENT b") < several.index("RATIONALE:")
     assert "one for each component you change" in several
 
 
@@ -151,3 +151,11 @@ async def test_frontier_diffs_are_offered_for_ideas(api) -> None:
     await make_proposer(mode="text").propose(banking_request(frontier=(other,)))
     user = script.requests[0]["messages"][1]["content"]
     assert "- cand-b: wins 2 seeds (s1, s2)" in user and "+Be brief." in user
+
+
+async def test_a_patterns_line_before_the_block_is_the_rationale(api) -> None:
+    answer = f"PATTERNS: delivery time vs arrival\n\n<<<COMPONENT system_prompt\n{NEW}\n>>>"
+    scripted(api, completion(answer))
+    proposal = await make_proposer(mode="text").propose(banking_request())
+    assert proposal.components == {"system_prompt": NEW}
+    assert "delivery time vs arrival" in proposal.rationale
