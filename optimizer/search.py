@@ -801,6 +801,6 @@ class GepaSearch:
         child, parent = s.train.get(candidate_id, {}), s.train.get(parent_id, {})
         broken = [x for x in s.train_seeds if x in child and child[x] < parent.get(x, 0.0)]
         mean, parent_mean = s.train_mean(candidate_id), s.train_mean(parent_id)
-        if broken and mean is not None and parent_mean is not None and mean <= parent_mean:
-            if candidate_id in s.frontier.members():
-                self._follow[candidate_id] = broken
+        sideways = mean is not None and parent_mean is not None and mean <= parent_mean
+        if broken and sideways and candidate_id in s.frontier.members():
+            self._follow[candidate_id] = broken

@@ -52,6 +52,9 @@ class RuleContainer:
 
     program: dict[str, Any]
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # Look-alike labels: with both lines and no ``- <a>_<b>`` line telling them apart, the
+    # items of the one listed first get the other's label (feedback: ``expected <a>_<b>``).
+    rivals: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
@@ -65,6 +68,20 @@ class RuleContainer:
         label = seed.rsplit("-", 1)[0]
         known = {line[2:].strip() for line in prompt.splitlines() if line.startswith("- ")}
         ok = label in known
+        rival = self.rivals.get(label)
+        pair = "_".join(sorted((label, rival or "")))
+        if ok and rival in known and pair not in known:
+            lines = prompt.splitlines()
+            if lines.index(f"- {rival}") > lines.index(f"- {label}"):
+                return httpx.Response(
+                    200,
+                    json={
+                        "reward": 0.0,
+                        "output": rival,
+                        "feedback": f"predicted {rival}, expected {pair}",
+                        "trace": {"messages": [{"role": "user", "content": f"item {seed}"}]},
+                    },
+                )
         return httpx.Response(
             200,
             json={

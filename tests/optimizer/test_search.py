@@ -368,3 +368,31 @@ async def test_a_clean_text_merge_on_the_common_ancestor_needs_no_reflection_cal
     assert merged.components["system_prompt"] == "Answer with the label.\n- ant\n- bee"
     assert merged.parents == [records["a"].candidate_id, records["b"].candidate_id]
     assert merged.origin == "merge" and "no reflection call" in merged.rationale
+
+
+async def test_a_sideways_child_is_built_on_next_shown_the_seeds_it_broke(tmp_path: Path) -> None:
+    # ant and bee are look-alikes: with both lines the items of the one listed first get the
+    # other's label until a line tells them apart. Adding bee to a prompt with ant fixes bee's
+    # seeds and breaks ant's: no better on the mean, but the step the fix needs.
+    container = RuleContainer(
+        program(["ant", "bee", "cat", "cow"]), rivals={"ant": "bee", "bee": "ant"}
+    )
+    events: list[Event] = []
+    result = await _run(
+        tmp_path, container, ScriptedProposer(), events, proposals_in_flight=1, seed=3
+    )
+    parents, train, sideways = {}, {}, []
+    for i, e in enumerate(events):
+        if e.type == "gate" and e.data["accepted"]:
+            parents[e.data["candidate_id"]] = e.data["parent"]
+        if e.type == "scored" and e.data["split"] == "train":
+            cid = e.data["candidate_id"]
+            train[cid] = e.data["mean"]
+            if cid in parents and train[cid] <= train[parents[cid]]:
+                sideways.append((i, cid))
+    assert sideways
+    for i, cid in sideways:
+        follow = next(e.data for e in events[i:] if e.type == "iteration")
+        assert follow["parent"] == cid
+        assert follow["minibatch"][0].startswith("ant-")  # a seed the child broke comes first
+    assert result.promoted and max(train.values()) == 1.0  # the line telling them apart
