@@ -30,7 +30,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
@@ -90,7 +90,10 @@ def create_app(latency: float, fixes: int) -> Starlette:
     stats: dict[str, Any] = {"calls": 0, "in_flight": 0, "max_in_flight": 0, "busy_s": 0.0}
 
     async def completions(request: Request) -> JSONResponse:
-        body = await request.json()
+        try:
+            body = await request.json()
+        except ClientDisconnect:  # a search that stopped dropped its pending calls
+            return JSONResponse({"error": "client went away"}, status_code=499)
         messages = body.get("messages") or []
         text = "\n".join(str(m.get("content") or "") for m in messages)
         stats["calls"] += 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -111,6 +112,9 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the whole job; returns the exit code of the optimization."""
+    # A plain ``kill`` of this process ends like Ctrl-C: the model servers, the container and
+    # the console it started are stopped on the way out, not left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
