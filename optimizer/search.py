@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from optimizer.deps import ProposerLike, SearchDeps, score_on_train
 from optimizer.dispatch import SeedResult
@@ -83,6 +84,20 @@ def _scored(results: Mapping[str, SeedResult]) -> dict[str, float]:
     return {s: r.reward for s, r in results.items() if r.reward is not None}
 
 
+@dataclass
+class _Waiting:
+    """A child that passed its proposal and waits its turn to be gated and accepted."""
+
+    iteration: int
+    child: CandidateRecord
+    parent_id: str
+    best_at_start: str | None
+    minibatch: list[str]
+    context: list[str]
+    done: bool = False  # accepted as part of a stack (``_stack``)
+    stackable: bool = True  # not yet in a stack that failed its gate
+
+
 class GepaSearch:
     """Runs iterations until a budget is reached or the search goes idle."""
 
@@ -106,6 +121,7 @@ class GepaSearch:
         # Accepted children that broke seeds their parent passed without beating it: the next
         # free worker builds on one of them, shown the seeds it broke (``_follow_up``).
         self._follow: dict[str, list[str]] = {}
+        self._waiting: list[_Waiting] = []  # children queued for ``_accepting``
 
     @property
     def stop_reason(self) -> str | None:
@@ -329,28 +345,109 @@ class GepaSearch:
     ) -> None:
         """Gate a child once against what it would be stacked on; if it passes, score it on train.
 
-        Children are gated and accepted one at a time. One written on the best while a
-        sibling replaced that best is first rebased onto the new best (a three-way text merge)
-        and gated against it, on the failures its proposal targeted that the new best still
-        has, so parallel improvements stack; one whose edit the best already has is dropped;
-        one whose edit conflicts stays on its own branch and is gated against its parent.
+        Children are gated and accepted one at a time. Those waiting for the same best are
+        first tried together as one stacked candidate (``_stack``). Otherwise, one written on
+        the best while a sibling replaced that best is first rebased onto the new best (a
+        three-way text merge) and gated against it, on the failures its proposal targeted that
+        the new best still has, so parallel improvements stack; one whose edit the best
+        already has is dropped; one whose edit conflicts stays on its own branch and is gated
+        against its parent.
         """
-        d = self._d
-        async with self._accepting:
-            candidate, against, seeds, extension = child, parent_id, minibatch, context
-            if (onto := self._superseded(parent_id, best_at_start)) is not None:
-                rebased = await self._rebase(iteration, 0, child, parent_id, onto)
-                if rebased == REDUNDANT:
+        entry = _Waiting(iteration, child, parent_id, best_at_start, minibatch, context)
+        self._waiting.append(entry)
+        try:
+            async with self._accepting:
+                if entry.done or await self._stack(entry):
                     return
-                if isinstance(rebased, CandidateRecord):
-                    parent_scores = d.state.train.get(parent_id, {})
-                    targets = [s for s in (*minibatch, *context) if parent_scores.get(s, 1.0) < 1.0]
-                    candidate, against, parent_mb = rebased, onto, None
-                    seeds, extension = await self._seeds_for(onto, targets, minibatch)
-            if await self._gate(
-                iteration, candidate, against, seeds, parent_mb=parent_mb, extension=extension
-            ):
-                await self._full_train(candidate.candidate_id, against)
+                await self._accept_one(entry, parent_mb)
+        finally:
+            self._waiting.remove(entry)
+
+    async def _accept_one(
+        self, entry: _Waiting, parent_mb: Mapping[str, SeedResult] | None
+    ) -> None:
+        d = self._d
+        iteration, child, parent_id = entry.iteration, entry.child, entry.parent_id
+        minibatch, context = entry.minibatch, entry.context
+        candidate, against, seeds, extension = child, parent_id, minibatch, context
+        if (onto := self._superseded(parent_id, entry.best_at_start)) is not None:
+            rebased = await self._rebase(iteration, 0, child, parent_id, onto)
+            if rebased == REDUNDANT:
+                return
+            if isinstance(rebased, CandidateRecord):
+                parent_scores = d.state.train.get(parent_id, {})
+                targets = [s for s in (*minibatch, *context) if parent_scores.get(s, 1.0) < 1.0]
+                candidate, against, parent_mb = rebased, onto, None
+                seeds, extension = await self._seeds_for(onto, targets, minibatch)
+        if await self._gate(
+            iteration, candidate, against, seeds, parent_mb=parent_mb, extension=extension
+        ):
+            await self._full_train(candidate.candidate_id, against)
+
+    async def _stack(self, entry: _Waiting) -> bool:
+        """Accept ``entry`` together with the other children waiting for the same best.
+
+        Children written at the same time on the best (or on a best replaced since) each add
+        their own fix. Replayed one after another on the current best (three-way merges, no
+        reflection call), they make one candidate that is gated once, on the failures they
+        targeted, and scored on train once, instead of a gate and a train evaluation per
+        child in turn. If it fails its gate, each child is gated on its own as before.
+        """
+        d, best = self._d, self._best_id()
+        if best is None or not entry.stackable:
+            return False
+
+        def on_best(w: _Waiting) -> bool:
+            return w.stackable and (
+                w.parent_id == best or self._superseded(w.parent_id, w.best_at_start) == best
+            )
+
+        queue = [entry, *(w for w in self._waiting if w is not entry and not w.done)]
+        merged, used = dict(d.state.candidates[best].components), []
+        for w in filter(on_best, queue):
+            parent = d.state.candidates[w.parent_id].components
+            m = merge_components(parent, merged, w.child.components)
+            if m is not None and m != merged:
+                merged = m
+                used.append(w)
+        if len(used) < 2 or entry not in used:
+            return False
+        ids = [w.child.candidate_id for w in used]
+        record = await self._derive(
+            f"{entry.iteration}s",
+            merged,
+            (best, *ids),
+            f"stacked: the edits of {', '.join(ids)} (written at the same time) replayed on "
+            f"{best}, the best candidate. " + " | ".join(w.child.rationale for w in used),
+            "merge",
+            entry.iteration,
+        )
+        if record is None:
+            return False
+        targets: list[str] = []
+        for w in used:
+            scores = d.state.train.get(w.parent_id, {})
+            targets += [s for s in (*w.minibatch, *w.context) if scores.get(s, 1.0) < 1.0]
+        seeds, extension = await self._seeds_for(
+            best, list(dict.fromkeys(targets)), entry.minibatch
+        )
+        await d.events.emit(
+            "stack",
+            {
+                "iteration": entry.iteration,
+                "candidate_id": record.candidate_id,
+                "children": ids,
+                "onto": best,
+            },
+        )
+        if not await self._gate(entry.iteration, record, best, seeds, extension=extension):
+            for w in used:
+                w.stackable = False
+            return False
+        for w in used:
+            w.done = True
+        await self._full_train(record.candidate_id, best)
+        return True
 
     def _evidence_seeds(
         self, parent_id: str, rotation: list[str], broken: Sequence[str] = ()

@@ -199,11 +199,13 @@ async def test_a_stale_proposal_is_rebased_onto_the_new_best(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("in_flight", [1, 4])
-@pytest.mark.parametrize("budget", [45, 55, 66, 78])
+@pytest.mark.parametrize("budget", [55, 66, 78, 90])
 async def test_a_run_stopped_by_its_budget_spends_it(
     tmp_path: Path, budget: int, in_flight: int
 ) -> None:
-    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    # Eight labels: no budget here lets the search fix them all and stop on full marks.
+    labels = [*LABELS, "fox", "gnu"]
+    container, proposer = RuleContainer(program(labels)), ScriptedProposer()
     result = await _run(
         tmp_path, container, proposer, max_metric_calls=budget, proposals_in_flight=in_flight
     )
@@ -396,3 +398,48 @@ async def test_a_sideways_child_is_built_on_next_shown_the_seeds_it_broke(tmp_pa
         assert follow["parent"] == cid
         assert follow["minibatch"][0].startswith("ant-")  # a seed the child broke comes first
     assert result.promoted and max(train.values()) == 1.0  # the line telling them apart
+
+
+async def test_children_waiting_for_the_same_best_are_stacked_gated_and_scored_once(
+    tmp_path: Path,
+) -> None:
+    # Three proposals on the baseline, each adding another label, come back at once.
+    container = RuleContainer(program(LABELS))
+    proposer = ScriptedProposer(pick=lambda labels, n: labels[min(n - 1, len(labels) - 1)])
+    holds = [proposer.hold(n) for n in (1, 2, 3)]
+
+    async def release_together() -> None:
+        while len(proposer.seen) < 3:
+            await asyncio.sleep(0.001)
+        for hold in holds:
+            hold.set()
+
+    releaser = asyncio.create_task(release_together())
+    events: list[Event] = []
+    await _run(
+        tmp_path,
+        container,
+        proposer,
+        events,
+        proposals_in_flight=3,
+        minibatch_size=2 * len(LABELS),
+        max_idle_iterations=2,
+    )
+    await releaser
+    stacks = [e.data for e in events if e.type == "stack"]
+    assert stacks and len(stacks[0]["children"]) >= 2
+    stack = stacks[0]
+    gates = [e.data for e in events if e.type == "gate"]
+    gated = [g["candidate_id"] for g in gates]
+    # The stacked children were never gated or scored one by one; the stack was, once each.
+    assert not set(stack["children"]) & set(gated)
+    assert gated.count(stack["candidate_id"]) == 1
+    assert next(g for g in gates if g["candidate_id"] == stack["candidate_id"])["accepted"]
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    assert not set(stack["children"]) & set(train)
+    # Each stacked child adds one label to the best it was stacked on.
+    onto = train[stack["onto"]]
+    assert train[stack["candidate_id"]] == pytest.approx(
+        onto + len(stack["children"]) / len(LABELS)
+    )
+    assert max(container.calls.values()) == 1
