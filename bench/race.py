@@ -460,6 +460,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies both latencies")
     parser.add_argument("--json", type=Path, default=None, help="also write every result here")
     parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep every workspace under this folder (default: a temporary one, removed)",
+    )
+    parser.add_argument(
         "--ours-flags",
         default="",
         help="extra `optimize run` flags for ours, e.g. '--use-merge false'",
@@ -474,7 +480,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         contestants = ["gepa-seq", *(c for c in contestants if c != "gepa-seq")]
     gepa_python = ensure_gepa_python() if any(c.startswith("gepa") for c in contestants) else None
     results: list[Result] = []
-    with tempfile.TemporaryDirectory(prefix="race-") as tmp:
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    folder = (
+        contextlib.nullcontext(str(args.keep))
+        if args.keep
+        else tempfile.TemporaryDirectory(prefix="race-")
+    )
+    with folder as tmp:
         for task in tasks:
             for seed in (int(s) for s in args.seeds.split(",")):
                 arena_cm = (

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,6 +60,12 @@ CONTEXT_PER_MINIBATCH = 2
 CONFLICT, REDUNDANT = "conflict", "redundant"  # why a rebase did not apply
 # A text written again after it failed its gate is gated again this many times at most.
 MAX_REGATES = 2
+# Proposals asked for within this many seconds of each other count as written together: a
+# child waits for its siblings (at most GATHER_SHARE of its own writing time, GATHER_MAX_S)
+# so that they are stacked and gated once (``_gather``).
+TOGETHER_S = 0.5
+GATHER_SHARE = 0.25
+GATHER_MAX_S = 2.0
 
 
 def evaluations_of(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
@@ -122,6 +129,9 @@ class GepaSearch:
         # free worker builds on one of them, shown the seeds it broke (``_follow_up``).
         self._follow: dict[str, list[str]] = {}
         self._waiting: list[_Waiting] = []  # children queued for ``_accepting``
+        self._writing: dict[int, float] = {}  # iteration -> when its reflection call began
+        self._spans: dict[int, tuple[float, float]] = {}  # iteration -> call began, ended
+        self._written = asyncio.Condition()  # notified when a reflection call ends
 
     @property
     def stop_reason(self) -> str | None:
@@ -307,18 +317,20 @@ class GepaSearch:
         child = await self._proposal(
             iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request)
         )
+        span = self._spans.pop(iteration, None)
         if child is None:
             return False
         accept = self._gate_and_accept(
-            iteration, child, parent_id, best_at_start, minibatch, context, parent_mb
+            iteration, child, parent_id, best_at_start, minibatch, context, parent_mb, span
         )
         if (d.config.proposals_in_flight or 1) <= 1:
             await accept
             return True
         # In flight: the child waits its turn to be gated and accepted in the background while
-        # this worker writes its next proposal; the failures it targets stay marked.
+        # this worker writes its next proposal; every failure it was shown stays marked (its
+        # edit may fix any of them), so the next proposals are shown other failures.
         parent_scores = d.state.train.get(parent_id, {})
-        targets = [s for s in minibatch if parent_scores.get(s, 1.0) < 1.0]
+        targets = [s for s in (*minibatch, *context) if parent_scores.get(s, 1.0) < 1.0]
         self._shown.update(targets)
         task = asyncio.create_task(self._settle(accept, targets))
         self._pending.add(task)
@@ -342,6 +354,7 @@ class GepaSearch:
         minibatch: list[str],
         context: list[str],
         parent_mb: Mapping[str, SeedResult] | None,
+        span: tuple[float, float] | None = None,
     ) -> None:
         """Gate a child once against what it would be stacked on; if it passes, score it on train.
 
@@ -356,12 +369,31 @@ class GepaSearch:
         entry = _Waiting(iteration, child, parent_id, best_at_start, minibatch, context)
         self._waiting.append(entry)
         try:
+            if span is not None:
+                await self._gather(*span)
             async with self._accepting:
                 if entry.done or await self._stack(entry):
                     return
                 await self._accept_one(entry, parent_mb)
         finally:
             self._waiting.remove(entry)
+
+    async def _gather(self, began: float, ended: float) -> None:
+        """Wait a little for the proposals asked for together with the one asked at ``began``.
+
+        Calls sent to a hosted model at the same moment answer within a moment of each other;
+        the first child to arrive would otherwise be gated and scored alone, and its siblings
+        stacked only after that (a gate and a train evaluation later).
+        """
+        deadline = ended + min(GATHER_MAX_S, GATHER_SHARE * (ended - began))
+
+        def siblings_writing() -> bool:
+            return any(abs(t - began) <= TOGETHER_S for t in self._writing.values())
+
+        async with self._written:
+            while siblings_writing() and (left := deadline - time.monotonic()) > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._written.wait(), left)
 
     async def _accept_one(
         self, entry: _Waiting, parent_mb: Mapping[str, SeedResult] | None
@@ -474,7 +506,11 @@ class GepaSearch:
         rest = passing + [s for s in rotation if s not in passing and s not in chosen]
         minibatch = chosen + rest[: size - len(chosen)]
         pool = [s for s in (fresh or failing) if s not in minibatch]
-        return minibatch, pool[: CONTEXT_PER_MINIBATCH * size]
+        cap = CONTEXT_PER_MINIBATCH * size
+        workers = self._d.config.proposals_in_flight or 1
+        if workers > 1:  # a fair share of the failures each, so siblings fix different things
+            cap = min(cap, max(size, len(failing) // workers) - len(chosen))
+        return minibatch, pool[: max(0, cap)]
 
     async def _seeds_for(
         self, parent_id: str, targets: Sequence[str], rotation: list[str]
@@ -706,6 +742,7 @@ class GepaSearch:
             child = await self._proposal(
                 iteration, "merge", pair, lambda: d.proposer.merge(request)
             )
+            self._spans.pop(iteration, None)
         if child is None:
             return False
         if await self._gate(iteration, child, (a.candidate_id, b.candidate_id), seeds):
@@ -782,10 +819,17 @@ class GepaSearch:
         if key in d.state.proposals:
             stored = d.state.proposals[key]
             return d.state.candidates.get(stored) if stored else None
+        began = self._writing[iteration] = time.monotonic()
         writing = asyncio.ensure_future(call())
         halted = asyncio.ensure_future(self._stopped.wait())
-        await asyncio.wait({writing, halted}, return_when=asyncio.FIRST_COMPLETED)
-        halted.cancel()
+        try:
+            await asyncio.wait({writing, halted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            halted.cancel()
+            del self._writing[iteration]
+            self._spans[iteration] = (began, time.monotonic())
+            async with self._written:
+                self._written.notify_all()
         if not writing.done():  # the search stopped meanwhile: its answer could change nothing
             writing.cancel()
             with contextlib.suppress(asyncio.CancelledError, ProposerError):
