@@ -314,15 +314,18 @@ class GepaSearch:
             existing_hashes=self._settled_hashes(),
             train_evaluations=await self._context(parent_id, context),
         )
-        child = await self._proposal(
-            iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request)
-        )
-        span = self._spans.pop(iteration, None)
-        if child is None:
-            return False
-        accept = self._gate_and_accept(
-            iteration, child, parent_id, best_at_start, minibatch, context, parent_mb, span
-        )
+        try:
+            child = await self._proposal(
+                iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request)
+            )
+            if child is None:
+                return False
+            entry = _Waiting(iteration, child, parent_id, best_at_start, minibatch, context)
+            self._waiting.append(entry)  # queued before it stops counting as being written
+        finally:
+            span = self._spans.pop(iteration, None)
+            await self._written_out(iteration)
+        accept = self._gate_and_accept(entry, parent_mb, span)
         if (d.config.proposals_in_flight or 1) <= 1:
             await accept
             return True
@@ -347,12 +350,7 @@ class GepaSearch:
 
     async def _gate_and_accept(
         self,
-        iteration: int,
-        child: CandidateRecord,
-        parent_id: str,
-        best_at_start: str | None,
-        minibatch: list[str],
-        context: list[str],
+        entry: _Waiting,
         parent_mb: Mapping[str, SeedResult] | None,
         span: tuple[float, float] | None = None,
     ) -> None:
@@ -366,8 +364,6 @@ class GepaSearch:
         already has is dropped; one whose edit conflicts stays on its own branch and is gated
         against its parent.
         """
-        entry = _Waiting(iteration, child, parent_id, best_at_start, minibatch, context)
-        self._waiting.append(entry)
         try:
             if span is not None:
                 await self._gather(*span)
@@ -377,6 +373,12 @@ class GepaSearch:
                 await self._accept_one(entry, parent_mb)
         finally:
             self._waiting.remove(entry)
+
+    async def _written_out(self, iteration: int) -> None:
+        """``iteration``'s proposal is no longer being written (queued, dropped or failed)."""
+        if self._writing.pop(iteration, None) is not None:
+            async with self._written:
+                self._written.notify_all()
 
     async def _gather(self, began: float, ended: float) -> None:
         """Wait a little for the proposals asked for together with the one asked at ``began``.
@@ -739,10 +741,13 @@ class GepaSearch:
                 existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
             )
             pair = (a.candidate_id, b.candidate_id)
-            child = await self._proposal(
-                iteration, "merge", pair, lambda: d.proposer.merge(request)
-            )
-            self._spans.pop(iteration, None)
+            try:
+                child = await self._proposal(
+                    iteration, "merge", pair, lambda: d.proposer.merge(request)
+                )
+            finally:
+                self._spans.pop(iteration, None)
+                await self._written_out(iteration)
         if child is None:
             return False
         if await self._gate(iteration, child, (a.candidate_id, b.candidate_id), seeds):
@@ -826,10 +831,7 @@ class GepaSearch:
             await asyncio.wait({writing, halted}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             halted.cancel()
-            del self._writing[iteration]
             self._spans[iteration] = (began, time.monotonic())
-            async with self._written:
-                self._written.notify_all()
         if not writing.done():  # the search stopped meanwhile: its answer could change nothing
             writing.cancel()
             with contextlib.suppress(asyncio.CancelledError, ProposerError):

@@ -443,3 +443,40 @@ async def test_children_waiting_for_the_same_best_are_stacked_gated_and_scored_o
         onto + len(stack["children"]) / len(LABELS)
     )
     assert max(container.calls.values()) == 1
+
+
+async def test_a_child_waits_for_siblings_asked_with_it_so_all_are_stacked_at_once(
+    tmp_path: Path,
+) -> None:
+    # Three proposals asked at once answer about a second later, the first 0.1 s before the
+    # others (as parallel calls to a hosted model do): the first must not be gated alone.
+    container = RuleContainer(program(LABELS))
+    proposer = ScriptedProposer(pick=lambda labels, n: labels[min(n - 1, len(labels) - 1)])
+    holds = [proposer.hold(n) for n in (1, 2, 3)]
+
+    async def release_staggered() -> None:
+        while len(proposer.seen) < 3:
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(1.0)
+        holds[0].set()
+        await asyncio.sleep(0.1)
+        holds[1].set()
+        holds[2].set()
+
+    releaser = asyncio.create_task(release_staggered())
+    events: list[Event] = []
+    await _run(
+        tmp_path,
+        container,
+        proposer,
+        events,
+        proposals_in_flight=3,
+        minibatch_size=2 * len(LABELS),
+        max_idle_iterations=2,
+    )
+    await releaser
+    children = [e.data["candidate_id"] for e in events if e.type == "candidate"][:3]
+    stacks = [e.data for e in events if e.type == "stack"]
+    assert stacks and sorted(stacks[0]["children"]) == sorted(children)
+    gated = [e.data["candidate_id"] for e in events if e.type == "gate"]
+    assert not set(children) & set(gated)
