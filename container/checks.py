@@ -56,7 +56,8 @@ def served_warnings(
             'holdout seeds in --splits-file ({"train": [...], "holdout": [...]}), add a '
             "holdout.jsonl file to the dataset folder, or serve more rows"
         )
-    served = [t for t in dataset.tasks if splits.split_of(t.name) is not None]
+    names = {*splits.train, *splits.val, *splits.holdout}  # a set: datasets can be large
+    served = [t for t in dataset.tasks if t.name in names]
     if verifier.needs_label:
         unlabelled = [t.name for t in served if t.expected is None]
         if unlabelled:
