@@ -26,9 +26,10 @@ async def run_rollout(served: ServedProgram, request: RolloutRequest) -> Rollout
     """Run and score one rollout; caller faults raise ``RequestRejected`` (404/422).
 
     A row that cannot be rendered (its input lacks a field of the user template) raises
-    ``UserMistake`` (422) before the target runs: no candidate can fix it. A template candidate whose ``demos`` component does not parse, or holds a demo whose
-    input does not fit the user template, is not run: it scores 0 with feedback saying why
-    (a broken prompt is the candidate's failure, not an infrastructure fault to retry).
+    ``UserMistake`` (422) before the target runs: no candidate can fix it. A template
+    candidate whose ``demos`` component does not parse, or holds a demo whose input does not
+    fit the user template, is not run: it scores 0 with feedback saying why (a broken prompt
+    is the candidate's failure, not an infrastructure fault to retry).
     """
     task, candidate = _resolve(served, request)
     check_row_fits(served.target.template, task)

@@ -5,8 +5,8 @@ verifier load (and the module is served in-process for the HTTP checks); every c
 answers ``GET /health`` with ``gepa-container/1`` and a valid ``GET /program`` with train
 and holdout seeds (the containers agreeing on it), and what it warns about
 (``metadata.warnings``); the baseline runs on a few train seeds through the container, as a
-rollout of the run would (:mod:`optimizer.sample_rollouts`); MIPRO has Optuna and knows where the
-demos go; the reflection model is configured and, when its base URL is local,
+rollout of the run would (:mod:`optimizer.sample_rollouts`); MIPRO has Optuna and knows
+where the demos go; the reflection model is configured and, when its base URL is local,
 ``GET {base_url}/models`` answers; the budget covers the floor a run needs. Each problem
 carries its fix. The reflection model is never called, and nothing is stored: a dry-run
 makes no run, so its rollouts count against no budget and fill no cache.

@@ -14,7 +14,14 @@ from typing import Any
 import httpx
 import pytest
 
-from container import AgentResult, Candidate, Task, build_served_program, create_app
+from container import (
+    AgentResult,
+    Candidate,
+    Task,
+    UserMistake,
+    build_served_program,
+    create_app,
+)
 from schemas import ErrorBody, Program, PromptTemplate
 from tests.container.conftest import make_target, write_jsonl
 
@@ -139,6 +146,21 @@ async def test_a_verifier_returning_a_bad_score_is_422(
     assert response.status_code == 422
     kind, text = _error(response)
     assert kind == "BadScore" and message in text and "[0, 1]" in text
+
+
+async def test_a_user_mistake_raised_by_a_custom_verifier_is_422_with_its_kind(
+    dataset_path: Path, client_for: ClientFor
+) -> None:
+    def verifier(task: Task, result: AgentResult) -> float:
+        raise UserMistake("MissingRubric", f"seed {task.name!r} has no rubric; add one")
+
+    app = create_app(
+        make_target(lambda task, candidate: "x"), dataset=dataset_path, verifier=verifier
+    )
+    async with client_for(app) as client:
+        response = await client.post("/rollout", json=_body("row-3"))
+    assert response.status_code == 422
+    assert _error(response) == ("MissingRubric", "seed 'row-3' has no rubric; add one")
 
 
 async def test_candidate_text_on_a_multi_component_program_is_422(
