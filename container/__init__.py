@@ -16,6 +16,7 @@ from __future__ import annotations
 from container.app import create_app, served_program
 from container.chat import ChatTarget
 from container.dataset import Dataset, load_dataset
+from container.faults import UserMistake
 from container.fingerprint import compute_fingerprint
 from container.loader import load_target
 from container.program import ServedProgram, build_served_program
@@ -46,6 +47,7 @@ __all__ = [
     "Splits",
     "Target",
     "Task",
+    "UserMistake",
     "Verifier",
     "build_served_program",
     "clear_optimization_targets",

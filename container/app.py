@@ -2,7 +2,8 @@
 
 Routes: ``GET /health`` (open), ``GET /program`` and ``POST /rollout`` (bearer token when
 one is set). Every non-200 answer has the body ``{"error": {"type", "message"}}``; the
-mapping from failures to status codes lives in :mod:`container.faults`.
+mapping from failures to status codes lives in :mod:`container.faults` (which mistake gives
+which status: ``docs/container-errors.md``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from container.dataset import Dataset
-from container.faults import RequestRejected, error_json, error_response, fault_status
+from container.faults import (
+    RequestRejected,
+    error_json,
+    error_kind,
+    error_response,
+    fault_status,
+)
 from container.program import ServedProgram, build_served_program
 from container.rollout import run_rollout
 from container.splits import Splits
@@ -84,13 +91,8 @@ def create_app(
             response = await run_rollout(served, rollout_request)
         except RequestRejected as exc:
             return error_response(exc)
-        except Exception as exc:  # the target's or verifier's failure: answered, never scored
-            if fault_status(exc)[0] == 500:
-                logger.exception("rollout of %r failed", target.id)
-            else:
-                logger.warning(
-                    "rollout of %r: retryable fault %s: %s", target.id, type(exc).__name__, exc
-                )
+        except Exception as exc:  # noqa: BLE001 - user code failed: logged, answered, never scored
+            _log_fault(target.id, exc)
             return error_response(exc)
         return JSONResponse(response.model_dump(mode="json"))
 
@@ -111,6 +113,17 @@ def create_app(
     )
     app.state.served = served
     return app
+
+
+def _log_fault(target_id: str, exc: Exception) -> None:
+    """A crash with its traceback; a user mistake or a retryable fault in one line."""
+    status = fault_status(exc)[0]
+    if status == 500:
+        logger.exception("rollout of %r failed", target_id)
+    elif status < 500 and status != 429:
+        logger.warning("rollout of %r refused (%d %s): %s", target_id, status, error_kind(exc), exc)
+    else:
+        logger.warning("rollout of %r: retryable fault %s: %s", target_id, type(exc).__name__, exc)
 
 
 def served_program(app: Starlette) -> ServedProgram:

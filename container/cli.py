@@ -3,7 +3,9 @@
 Every flag has an environment variable: ``GEPA_DATASET``, ``GEPA_VERIFIER``,
 ``GEPA_SPLITS_FILE``, ``GEPA_CONTAINER_HOST``, ``GEPA_CONTAINER_PORT`` and
 ``GEPA_CONTAINER_TOKEN``. Once the socket listens, one line ``serving <id> on
-http://host:port`` goes to stdout (with the real port when ``--port 0``).
+http://host:port`` goes to stdout (with the real port when ``--port 0``). What the program
+warns about (an empty holdout split, rows every rollout would refuse) goes to stderr first,
+one ``warning:`` line each.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import uvicorn
 
 from container.app import create_app
 from container.loader import load_target
+from container.program import ServedProgram
 from schemas import UserError
 
 __all__ = ["add_parser", "serve", "serve_until_stopped"]
@@ -98,6 +101,7 @@ async def serve(
     app: Any, program_id: str, *, host: str, port: int, log_level: str = "info"
 ) -> None:
     """Run ``app`` with uvicorn until stopped, announcing the address once listening."""
+    _print_warnings(app, program_id)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="off")
     server = _AnnouncingServer(config, program_id)
     await server.serve()
@@ -120,6 +124,14 @@ def serve_until_stopped(
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _print_warnings(app: Any, program_id: str) -> None:
+    """The program's warnings on stderr, before serving (apps of ``create_app`` carry them)."""
+    served = getattr(getattr(app, "state", None), "served", None)
+    if isinstance(served, ServedProgram):
+        for warning in served.warnings:
+            print(f"warning: {program_id}: {warning}", file=sys.stderr, flush=True)
 
 
 class _AnnouncingServer(uvicorn.Server):

@@ -3,7 +3,8 @@
 Column mapping (the first column present wins, the rest go to ``metadata``):
 
 - name: ``name`` | ``id``; otherwise ``<file stem>-<row index, 5 digits>``
-- input: ``input`` | ``text`` | ``question`` | ``query`` | ``prompt`` (required)
+- input: ``input`` | ``text`` | ``question`` | ``query`` | ``prompt`` (required: a row whose
+  input is missing, null, blank or empty is refused with its row number, never served)
 - expected: ``expected`` | ``label`` | ``answer`` | ``category`` | ``output`` | ``target``
 - instruction: ``instruction`` (optional)
 
@@ -100,7 +101,7 @@ def load_dataset(path: str | Path) -> Dataset:
     tasks: list[Task] = []
     file_splits: dict[str, list[str]] = {}
     for file in files:
-        rows = [_task(file, i, row) for i, row in enumerate(_read(file))]
+        rows = [_task(file, i, where, row) for i, (where, row) in enumerate(_read(file))]
         tasks.extend(rows)
         split = by_split[file]
         if root.is_dir() and split:
@@ -117,7 +118,8 @@ def load_dataset(path: str | Path) -> Dataset:
     return Dataset(tasks=tuple(tasks), source=str(root), file_splits=splits)
 
 
-def _read(file: Path) -> Iterator[dict[str, Any]]:
+def _read(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, row)`` pairs; ``where`` says how to find the row in the file."""
     try:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -125,19 +127,22 @@ def _read(file: Path) -> Iterator[dict[str, Any]]:
     suffix = file.suffix.lower()
     if suffix == ".csv":
         try:
-            for i, row in enumerate(csv.DictReader(io.StringIO(text, newline=""))):
+            reader = csv.DictReader(io.StringIO(text, newline=""))
+            for i, row in enumerate(reader, start=1):
+                where = f"row {i} (line {reader.line_num})"
                 if None in row:
                     raise UserError(
-                        f"dataset file {file}, row {i}: more values than header columns"
+                        f"dataset file {file}, {where}: more values than header columns"
                     )
-                yield row
+                yield where, row
         except csv.Error as exc:
             raise UserError(f"dataset file {file}: invalid CSV ({exc})") from exc
         return
     if suffix == ".jsonl":
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                yield _object(file, _json(file, line, f"line {lineno}"), f"line {lineno}")
+        rows = (line for line in enumerate(text.splitlines(), start=1) if line[1].strip())
+        for i, (lineno, line) in enumerate(rows, start=1):
+            where = f"row {i} (line {lineno})"
+            yield where, _object(file, _json(file, line, where), where)
         return
     data = _json(file, text, "file")
     if not isinstance(data, list):
@@ -145,7 +150,7 @@ def _read(file: Path) -> Iterator[dict[str, Any]]:
             f"dataset file {file} must hold a JSON list of objects, got {type(data).__name__}"
         )
     for i, item in enumerate(data):
-        yield _object(file, item, f"item {i}")
+        yield f"item {i}", _object(file, item, f"item {i}")
 
 
 def _json(file: Path, text: str, where: str) -> Any:
@@ -163,17 +168,24 @@ def _object(file: Path, value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _task(file: Path, index: int, row: dict[str, Any]) -> Task:
+def _task(file: Path, index: int, where: str, row: dict[str, Any]) -> Task:
     rest = dict(row)
     name = _pop_first(rest, NAME_COLUMNS)
     if name is None or str(name) == "":
         name = f"{file.stem}-{index:05d}"
-    if not any(c in rest for c in INPUT_COLUMNS):
+    column = next((c for c in INPUT_COLUMNS if c in rest), None)
+    if column is None:
         raise UserError(
-            f"dataset file {file}, row {index}: no input column; expected one of "
+            f"dataset file {file}, {where}: no input column; expected one of "
             f"{', '.join(INPUT_COLUMNS)}, found: {', '.join(map(str, row)) or 'no columns'}"
         )
-    task_input = _pop_first(rest, INPUT_COLUMNS)
+    task_input = rest.pop(column)
+    if _is_missing(task_input):
+        raise UserError(
+            f"dataset file {file}, {where} (seed {str(name)!r}): its input column {column!r} "
+            f"is {_describe(task_input)}; every row needs an input for the agent to work on: "
+            "fill it in or remove the row"
+        )
     expected = _pop_first(rest, EXPECTED_COLUMNS)
     instruction = rest.pop("instruction", "")
     return Task(
@@ -183,6 +195,23 @@ def _task(file: Path, index: int, row: dict[str, Any]) -> Task:
         instruction="" if instruction is None else str(instruction),
         metadata=rest,
     )
+
+
+def _is_missing(value: Any) -> bool:
+    """Null, a blank string (an empty CSV cell) or an empty list/object: nothing to work on."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, list | dict) and not value
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "empty" if not value else "blank"
+    return f"an empty {'list' if isinstance(value, list) else 'object'}"
 
 
 def _pop_first(row: dict[str, Any], columns: tuple[str, ...]) -> Any:

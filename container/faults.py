@@ -1,7 +1,10 @@
 """How a failure becomes an HTTP answer: the status code, ``Retry-After`` and the error body.
 
-Caller faults are ``RequestRejected`` with their 4xx status. Infrastructure faults raised by
-a target or verifier are retryable: ``openai.RateLimitError`` and ``Retryable(rate_limited=
+Caller faults are ``RequestRejected`` with their 4xx status. A deterministic mistake in the
+user's data or code (``UserMistake``, or any ``UserError``: a row that cannot be rendered or
+scored, a target or verifier returning the wrong type) is a 422 naming the field and the fix:
+retrying would only run the agent again to the same end. Infrastructure faults raised by a
+target or verifier are retryable: ``openai.RateLimitError`` and ``Retryable(rate_limited=
 True)`` -> 429; connection errors, timeouts, ``openai.InternalServerError`` and other
 ``Retryable`` -> 503. Anything else is a 500 naming the exception: never a made-up reward.
 """
@@ -15,9 +18,9 @@ import httpx
 import openai
 from starlette.responses import JSONResponse
 
-from schemas import ErrorBody, ErrorDetail, ProtocolViolation, Retryable
+from schemas import ErrorBody, ErrorDetail, ProtocolViolation, Retryable, UserError
 
-__all__ = ["RequestRejected", "error_response", "fault_status"]
+__all__ = ["RequestRejected", "UserMistake", "error_kind", "error_response", "fault_status"]
 
 
 class RequestRejected(ProtocolViolation):
@@ -31,10 +34,25 @@ class RequestRejected(ProtocolViolation):
         self.headers = headers or {}
 
 
+class UserMistake(UserError):
+    """A mistake every retry would repeat, answered 422 with ``kind`` as the error type.
+
+    ``kind`` tells the mistakes apart for the caller (``TemplateMismatch``, ``MissingLabel``,
+    ``BadLabel``, ``BadTargetResult``, ``BadScore``, ``CandidateMisuse``); the message names
+    the seed or field and says what to change.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 def fault_status(exc: BaseException) -> tuple[int, str | None]:
     """``(status, Retry-After or None)`` for an exception raised while serving a rollout."""
     if isinstance(exc, RequestRejected):
         return exc.status or 400, None
+    if isinstance(exc, UserError):
+        return 422, None
     if isinstance(exc, Retryable):
         return (429 if exc.rate_limited else 503), _seconds(exc.retry_after)
     if isinstance(exc, openai.RateLimitError):
@@ -52,8 +70,15 @@ def error_response(exc: BaseException) -> JSONResponse:
     headers = dict(exc.headers) if isinstance(exc, RequestRejected) else {}
     if retry_after is not None:
         headers["Retry-After"] = retry_after
-    kind = exc.kind if isinstance(exc, RequestRejected) else type(exc).__name__
+    kind = error_kind(exc)
     return error_json(status, kind, str(exc) or kind, headers=headers)
+
+
+def error_kind(exc: BaseException) -> str:
+    """The error body's ``type``: the mistake's kind, else the exception's class name."""
+    if isinstance(exc, RequestRejected | UserMistake):
+        return exc.kind
+    return type(exc).__name__
 
 
 def error_json(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from container.checks import served_warnings
 from container.dataset import Dataset, load_dataset
 from container.fingerprint import compute_fingerprint
 from container.splits import Splits, load_splits
@@ -18,20 +19,27 @@ __all__ = ["ServedProgram", "build_served_program"]
 
 @dataclass(frozen=True)
 class ServedProgram:
-    """Everything a container needs to answer ``/program`` and ``/rollout``."""
+    """Everything a container needs to answer ``/program`` and ``/rollout``.
+
+    ``warnings`` are what the user should hear before optimizing (an empty holdout split,
+    rows that every rollout would refuse): printed at start, served as ``metadata.warnings``.
+    """
 
     target: Target
     dataset: Dataset
     splits: Splits
     verifier: Verifier
     program: Program
+    warnings: tuple[str, ...] = ()
 
 
-def _metadata(target: Target, size: int, verifier: str) -> dict[str, object]:
+def _metadata(target: Target, size: int, verifier: str, warnings: list[str]) -> dict[str, object]:
     metadata: dict[str, object] = {"dataset_size": size, "verifier": verifier}
     template = target.template_metadata()
     if template is not None:
         metadata["template"] = template
+    if warnings:
+        metadata["warnings"] = warnings
     return metadata
 
 
@@ -55,6 +63,7 @@ def build_served_program(
     data = source if isinstance(source, Dataset) else load_dataset(source)
     split = splits if isinstance(splits, Splits) else load_splits(data, splits)
     scorer = load_verifier(verifier if verifier is not None else target.verifier)
+    warnings = served_warnings(data, split, scorer, target.template)
     program = Program(
         program_id=target.id,
         fingerprint=compute_fingerprint(target, data, split, scorer),
@@ -69,8 +78,13 @@ def build_served_program(
             for name, text in target.baseline.items()
         ],
         seeds=split.to_seeds(),
-        metadata=_metadata(target, len(data), scorer.name),
+        metadata=_metadata(target, len(data), scorer.name, warnings),
     )
     return ServedProgram(
-        target=target, dataset=data, splits=split, verifier=scorer, program=program
+        target=target,
+        dataset=data,
+        splits=split,
+        verifier=scorer,
+        program=program,
+        warnings=tuple(warnings),
     )

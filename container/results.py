@@ -2,7 +2,7 @@
 
 Both are pydantic models because user code hands them across a boundary; the coercion
 helpers accept the short forms the decorator documents and reject anything else with a
-message that names the type that came back.
+``UserMistake`` (answered 422) whose message names the type that came back and what to return.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from schemas import Trace, UserError
+from container.faults import UserMistake
+from schemas import Trace
 
 __all__ = ["AgentResult", "Score", "coerce_result", "coerce_score"]
 
@@ -56,13 +57,15 @@ def coerce_result(value: Any, *, target_id: str) -> AgentResult:
         try:
             return AgentResult.model_validate(value)
         except ValidationError as exc:
-            raise UserError(
+            raise UserMistake(
+                "BadTargetResult",
                 f"target {target_id!r} returned a dict that is not a valid AgentResult: "
-                f"{_errors(exc)}"
+                f"{_errors(exc)}; return AgentResult fields (at least 'output')",
             ) from exc
-    raise UserError(
+    raise UserMistake(
+        "BadTargetResult",
         f"target {target_id!r} returned {type(value).__name__}; return an AgentResult, "
-        "a str, or a dict with AgentResult fields (at least 'output')"
+        "a str, or a dict with AgentResult fields (at least 'output')",
     )
 
 
@@ -74,22 +77,31 @@ def coerce_score(value: Any, *, verifier: str) -> Score:
         if isinstance(value, dict):
             return Score.model_validate(value)
         if isinstance(value, tuple) and len(value) == 2:
-            return Score(score=_number(value[0]), feedback=str(value[1]))
+            return Score(score=_number(value[0], verifier), feedback=str(value[1]))
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return Score(score=_number(value))
+            return Score(score=_number(value, verifier))
         if isinstance(value, bool):
             return Score(score=float(value))
     except ValidationError as exc:
-        raise UserError(f"verifier {verifier!r} returned an invalid score: {_errors(exc)}") from exc
-    raise UserError(
+        raise UserMistake(
+            "BadScore",
+            f"verifier {verifier!r} returned an invalid score: {_errors(exc)}; "
+            "return a finite score in [0, 1]",
+        ) from exc
+    raise UserMistake(
+        "BadScore",
         f"verifier {verifier!r} returned {type(value).__name__}; return a Score, "
-        "a (score, feedback) tuple, or a float in [0, 1]"
+        "a (score, feedback) tuple, or a float in [0, 1]",
     )
 
 
-def _number(value: Any) -> float:
+def _number(value: Any, verifier: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UserError(f"a score must be a number, got {type(value).__name__}")
+        raise UserMistake(
+            "BadScore",
+            f"verifier {verifier!r} returned a score of type {type(value).__name__}; "
+            "a score must be a number in [0, 1]",
+        )
     return float(value)
 
 

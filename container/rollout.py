@@ -11,6 +11,7 @@ from typing import Any
 import anyio.to_thread
 from pydantic_core import to_jsonable_python
 
+from container.checks import check_row_fits
 from container.faults import RequestRejected
 from container.program import ServedProgram
 from container.results import AgentResult, coerce_result
@@ -24,11 +25,14 @@ __all__ = ["call_target", "run_rollout"]
 async def run_rollout(served: ServedProgram, request: RolloutRequest) -> RolloutResponse:
     """Run and score one rollout; caller faults raise ``RequestRejected`` (404/422).
 
-    A template candidate whose ``demos`` component does not parse, or holds a demo whose
-    input does not fit the user template, is not run: it scores 0 with feedback saying why
-    (a broken prompt is the candidate's failure, not an infrastructure fault to retry).
+    A row that cannot be rendered (its input lacks a field of the user template) raises
+    ``UserMistake`` (422) before the target runs: no candidate can fix it. A template
+    candidate whose ``demos`` component does not parse, or holds a demo whose input does not
+    fit the user template, is not run: it scores 0 with feedback saying why (a broken prompt
+    is the candidate's failure, not an infrastructure fault to retry).
     """
     task, candidate = _resolve(served, request)
+    check_row_fits(served.target.template, task)
     if served.target.template is not None:
         try:
             template = served.target.template.with_components(candidate.components)

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import PromptTemplate, UserError
+from container.faults import UserMistake
+from schemas import PromptTemplate
 
 __all__ = ["Candidate", "Task"]
 
@@ -55,9 +56,10 @@ class Candidate:
     def template(self) -> PromptTemplate:
         """The candidate as a prompt template (for targets declared with a ``PromptTemplate``)."""
         if self.template_ is None:
-            raise UserError(
+            raise UserMistake(
+                "CandidateMisuse",
                 "candidate.template needs a target declared with "
-                "@optimize(baseline=PromptTemplate(...)); this one has plain components"
+                "@optimize(baseline=PromptTemplate(...)); this one has plain components",
             )
         return self.template_
 
@@ -66,9 +68,10 @@ class Candidate:
         """The single component's text; an error naming the components when there are several."""
         if len(self.components) != 1:
             names = ", ".join(sorted(self.components))
-            raise UserError(
+            raise UserMistake(
+                "CandidateMisuse",
                 f"candidate.text needs a single-component program, this one has {names}; "
-                "use candidate.components[name] instead"
+                "use candidate.components[name] instead",
             )
         return next(iter(self.components.values()))
 

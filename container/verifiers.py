@@ -4,7 +4,9 @@
 ``module:function`` string or a callable. Built-ins write feedback the proposer can act on:
 ``"correct: predicted X"`` on a match, ``"predicted X, expected Y"`` otherwise. With no
 verifier at all the default is ``normalized``. User verifiers that are plain functions run in a
-worker thread; async ones are awaited.
+worker thread; async ones are awaited. A built-in that compares against the row's expected
+value (``needs_label``) raises ``UserMistake("MissingLabel")`` for a row without one: a 422,
+since every retry would fail the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 
 import anyio.to_thread
 
+from container.dataset import EXPECTED_COLUMNS
+from container.faults import UserMistake
 from container.fingerprint import source_of
 from container.judge import make_llm_judge
 from container.results import AgentResult, Score, coerce_score
@@ -32,17 +36,23 @@ from schemas import UserError
 __all__ = ["DEFAULT_VERIFIER", "Verifier", "load_verifier", "normalize_text"]
 
 DEFAULT_VERIFIER = "normalized"
+LABELLED_TYPES = frozenset({"exact", "normalized", "contains", "json_field", "numeric"})
 VerifierFn = Callable[[Task, AgentResult], Any]
 
 
 @dataclass(frozen=True)
 class Verifier:
-    """A named scoring function. ``spec`` is what the program fingerprint hashes."""
+    """A named scoring function. ``spec`` is what the program fingerprint hashes.
+
+    ``needs_label`` is true for the built-ins that compare the output with the row's expected
+    value, so rows without one can be named before any rollout.
+    """
 
     name: str
     spec: str
     fn: VerifierFn
     in_thread: bool = False
+    needs_label: bool = False
 
     async def score(self, task: Task, result: AgentResult) -> Score:
         """Score one rollout; the verifier's return value is coerced to a ``Score``."""
@@ -111,7 +121,7 @@ def _builtin(data: Any, where: str) -> Verifier:
         fn: VerifierFn = make_llm_judge(spec)
     else:
         fn = _BUILTINS[spec.type](spec)
-    return Verifier(name=spec.type, spec=canonical, fn=fn)
+    return Verifier(name=spec.type, spec=canonical, fn=fn, needs_label=spec.type in LABELLED_TYPES)
 
 
 def _read_json(path: Path) -> Any:
@@ -140,11 +150,21 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def missing_label_fix(verifier: str) -> str:
+    """What to do about rows without an expected value under a ``verifier`` that needs one."""
+    return (
+        f"the {verifier} verifier compares the output with it: add an expected/label/answer "
+        f"value to the row (the label is read from the first of the columns "
+        f"{', '.join(EXPECTED_COLUMNS)}; others are metadata), or pass --verifier with one "
+        "that needs none (a regex or llm_judge spec, or your own module:function)"
+    )
+
+
 def _expected(task: Task, verifier: str) -> Any:
     if task.expected is None:
-        raise UserError(
-            f"seed {task.name!r} has no expected value; the {verifier} verifier needs an "
-            "expected/label/answer column"
+        raise UserMistake(
+            "MissingLabel",
+            f"seed {task.name!r} has no expected value; {missing_label_fix(verifier)}",
         )
     return task.expected
 
@@ -233,7 +253,11 @@ def _numeric(spec: Any) -> VerifierFn:
     def verify(task: Task, result: AgentResult) -> Score:
         expected = _first_number(_expected(task, "numeric"))
         if expected is None:
-            raise UserError(f"seed {task.name!r}: expected value {task.expected!r} is not a number")
+            raise UserMistake(
+                "BadLabel",
+                f"seed {task.name!r}: expected value {task.expected!r} is not a number; the "
+                "numeric verifier needs a number there (fix the row, or use another verifier)",
+            )
         got = _first_number(result.output)
         tolerance = f" (tolerance abs {spec.abs_tol:g}, rel {spec.rel_tol:g})"
         if got is None:

@@ -1,10 +1,11 @@
 """``gepa-runtime optimize create | dry-run | run``: create, check and run optimizations.
 
 ``create`` validates and stores a run and prints the commands that check and run it;
-``dry-run`` checks everything that needs no model call; ``run`` runs a stored run (or
-resumes it) by id, or does everything in one shot without one. ``--module`` serves the
-target in-process (:mod:`optimizer.embedded`); ``--server URL`` hands the run to a
-``gepa-runtime serve`` and follows its events instead of running here.
+``dry-run`` checks everything before any budget is spent (a few baseline rollouts, no
+reflection call, nothing stored); ``run`` runs a stored run (or resumes it) by id, or does
+everything in one shot without one. ``--module`` serves the target in-process
+(:mod:`optimizer.embedded`); ``--server URL`` hands the run to a ``gepa-runtime serve`` and
+follows its events instead of running here.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from optimizer.cli_flags import (
 )
 from optimizer.embedded import absolute_paths, run_stored, stored_config
 from optimizer.mipro import load_optuna
-from optimizer.preflight import preflight, render_findings
+from optimizer.preflight import SAMPLE_ROLLOUTS, preflight, render_findings
 from optimizer.progress import ProgressBar
 from optimizer.report import promotion_summary
 from optimizer.run import RunResult, run_optimization
@@ -49,10 +50,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     create.add_argument("--run-id", default=None, help="id of the new run (default: run-<10 hex>)")
     dry = commands.add_parser(
-        "dry-run", help="check a run (or the flags) without calling any model"
+        "dry-run", help="check a run (or the flags) before any budget is spent"
     )
     dry.add_argument(
         "run_id", nargs="?", default=None, help="the stored run to check (default: the flags)"
+    )
+    dry.add_argument(
+        "--sample-rollouts",
+        type=int,
+        default=os.environ.get("GEPA_SAMPLE_ROLLOUTS", str(SAMPLE_ROLLOUTS)),  # type= parses it
+        metavar="N",
+        help="baseline rollouts sent on train seeds to catch rows or targets that fail every "
+        f"rollout; not stored (default {SAMPLE_ROLLOUTS}, 0: none; env GEPA_SAMPLE_ROLLOUTS)",
     )
     run = commands.add_parser("run", help="run an optimization (one shot), or run/resume RUN_ID")
     run.add_argument("run_id", nargs="?", default=None, help="run or resume this run")
@@ -163,8 +172,10 @@ def _dry_run(args: argparse.Namespace) -> int:
         return f"run {args.run_id}", RunConfig.model_validate({**stored.model_dump(), **update})
 
     what, config = asyncio.run(check())
-    print(f"dry-run of {what} (no model is called, no rollout is sent)")
-    findings = asyncio.run(preflight(config))
+    samples = max(args.sample_rollouts, 0)
+    sent = f"{samples} baseline rollout(s), not stored" if samples else "no rollout"
+    print(f"dry-run of {what} ({sent}; the reflection model is not called)")
+    findings = asyncio.run(preflight(config, sample_rollouts=samples))
     print(render_findings(findings))
     return 0 if all(f.ok for f in findings) else 1
 

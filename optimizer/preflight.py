@@ -1,11 +1,15 @@
-"""``optimize dry-run``: everything about a run that can be checked without calling a model.
+"""``optimize dry-run``: everything about a run that can be checked before any budget is spent.
 
 Checks, in order: a task source is given; for ``--module`` the target, dataset, splits and
 verifier load (and the module is served in-process for the HTTP checks); every container
 answers ``GET /health`` with ``gepa-container/1`` and a valid ``GET /program`` with train
-and holdout seeds (the containers agreeing on it); MIPRO has Optuna and knows where the demos go; the reflection model is configured and,
-when its base URL is local, ``GET {base_url}/models`` answers; the budget covers the floor a
-run needs. Each problem carries its fix. No rollout and no completion is ever requested.
+and holdout seeds (the containers agreeing on it), and what it warns about
+(``metadata.warnings``); the baseline runs on a few train seeds through the container, as a
+rollout of the run would (:mod:`optimizer.sample_rollouts`); MIPRO has Optuna and knows
+where the demos go; the reflection model is configured and, when its base URL is local,
+``GET {base_url}/models`` answers; the budget covers the floor a run needs. Each problem
+carries its fix. The reflection model is never called, and nothing is stored: a dry-run
+makes no run, so its rollouts count against no budget and fill no cache.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -22,42 +25,17 @@ from pydantic import ValidationError
 from container import load_dataset, load_splits, load_target, load_verifier
 from optimizer.budget import resolve_metric_calls
 from optimizer.embedded import EmbeddedContainer, module_spec
+from optimizer.findings import Finding, render_findings
 from optimizer.mipro import load_optuna, surface_for
 from optimizer.plan import plan_run
+from optimizer.sample_rollouts import sample_findings
 from proposer import ProposerConfig, resolve_endpoint
 from schemas import PROTOCOL, Health, Program, RunConfig, UserError
 
-__all__ = ["Finding", "preflight", "render_findings"]
+__all__ = ["SAMPLE_ROLLOUTS", "Finding", "preflight", "render_findings"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One check: passed (``ok``), a warning, or a problem with its fix."""
-
-    check: str
-    ok: bool
-    message: str
-    fix: str = ""
-    warning: bool = False
-
-
-def render_findings(findings: list[Finding]) -> str:
-    """The findings as aligned lines, problems followed by their fix, and a verdict."""
-    lines = []
-    for f in findings:
-        tag = "ok  " if f.ok and not f.warning else ("warn" if f.ok else "FAIL")
-        lines.append(f"  {tag}  {f.check}: {f.message}")
-        if f.fix:
-            lines.append(f"        fix: {f.fix}")
-    problems = sum(1 for f in findings if not f.ok)
-    lines.append(
-        "all checks passed: the run can start"
-        if not problems
-        else f"{problems} problem{'s' if problems > 1 else ''}: fix {'them' if problems > 1 else 'it'} and run the dry-run again"
-    )
-    return "\n".join(lines)
+SAMPLE_ROLLOUTS = 2
 
 
 class _Checker:
@@ -215,6 +193,18 @@ class _Checker:
                 "make the splits disjoint, or the reported lift is not a heldout result",
             )
 
+    def warnings(self, program: Program) -> None:
+        """What the container warns about (``metadata.warnings``, as the SDK serves them)."""
+        warnings = program.metadata.get("warnings")
+        for text in warnings if isinstance(warnings, list) else []:
+            self.add("container warns", True, str(text), warning=True)
+
+    async def rollouts(self, url: str, program: Program, token: str | None, count: int) -> None:
+        """The baseline on a few train seeds: a mistake every rollout would repeat fails here."""
+        self.findings += await sample_findings(
+            url, program, self.config, http=self.http, token=token, count=count
+        )
+
     def method(self, program: Program | None) -> None:
         if self.config.method == "gepa":
             self.add("method", True, "gepa (reflective prompt evolution)")
@@ -369,15 +359,24 @@ async def _with_http(
         return await fn(client)
 
 
-async def preflight(config: RunConfig, *, http: httpx.AsyncClient | None = None) -> list[Finding]:
-    """Every check that needs no model call; problems are ``Finding(ok=False)`` with a fix."""
-    return await _with_http(http, lambda client: _run_checks(config, client))
+async def preflight(
+    config: RunConfig,
+    *,
+    http: httpx.AsyncClient | None = None,
+    sample_rollouts: int = SAMPLE_ROLLOUTS,
+) -> list[Finding]:
+    """Every check before a run; problems are ``Finding(ok=False)`` with a fix.
+
+    ``sample_rollouts`` baseline rollouts go to the container on train seeds (0: none); the
+    reflection model is never called.
+    """
+    return await _with_http(http, lambda client: _run_checks(config, client, sample_rollouts))
 
 
-async def _run_checks(config: RunConfig, http: httpx.AsyncClient) -> list[Finding]:
+async def _run_checks(config: RunConfig, http: httpx.AsyncClient, samples: int) -> list[Finding]:
     checker = _Checker(config, http)
     token = config.container_token.get_secret_value() if config.container_token else None
-    programs: list[Program] = []
+    program: Program | None = None
     if not config.containers and not config.module:
         checker.add(
             "task container",
@@ -388,13 +387,31 @@ async def _run_checks(config: RunConfig, http: httpx.AsyncClient) -> list[Findin
     elif config.module:
         if await checker.module():
             async with EmbeddedContainer(config, token=token) as url:
-                program = await checker.container(url, token)
-                programs += [program] if program else []
+                program = await _check_containers(checker, [url], token, samples)
     else:
-        for url in config.containers:
-            program = await checker.container(url.rstrip("/"), token)
-            programs += [program] if program else []
-    distinct = {(p.program_id, p.fingerprint) for p in programs}
+        urls = [url.rstrip("/") for url in config.containers]
+        program = await _check_containers(checker, urls, token, samples)
+    checker.method(program)
+    await checker.reflection()
+    if program is not None:
+        checker.budget(program)
+    if config.task_model:
+        checker.add(
+            "task model", True, f"{config.task_model} (sent to the container as policy.model)"
+        )
+    return checker.findings
+
+
+async def _check_containers(
+    checker: _Checker, urls: list[str], token: str | None, samples: int
+) -> Program | None:
+    """Health and program of every URL, then the first program's seeds, warnings and samples."""
+    found: list[tuple[str, Program]] = []
+    for url in urls:
+        program = await checker.container(url, token)
+        if program is not None:
+            found.append((url, program))
+    distinct = {(p.program_id, p.fingerprint) for _, p in found}
     if len(distinct) > 1:
         checker.add(
             "containers",
@@ -402,14 +419,11 @@ async def _run_checks(config: RunConfig, http: httpx.AsyncClient) -> list[Findin
             f"the containers serve different programs: {sorted(distinct)}",
             "point every --container at the same program and version",
         )
-    if programs:
-        checker.program(programs[0])
-    checker.method(programs[0] if programs else None)
-    await checker.reflection()
-    if programs:
-        checker.budget(programs[0])
-    if config.task_model:
-        checker.add(
-            "task model", True, f"{config.task_model} (sent to the container as policy.model)"
-        )
-    return checker.findings
+    if not found:
+        return None
+    url, program = found[0]
+    checker.program(program)
+    checker.warnings(program)
+    if samples > 0 and program.seeds.train and len(distinct) == 1:
+        await checker.rollouts(url, program, token, samples)
+    return program

@@ -27,6 +27,9 @@ Status codes:
 
 - ``200``: the rollout finished and was scored. An agent that failed the task scores low.
 - ``4xx`` (unknown seed, missing component, bad body): the caller's fault, never retried.
+  ``422`` also answers a user mistake every attempt would repeat (a row that cannot be
+  rendered or scored, a target returning the wrong type): its message names the field and
+  the fix, and the optimizer stops with it (``docs/container-errors.md``).
 - ``401``/``403``: missing or wrong bearer token when the container has one.
 - ``413``: request body over the container's size limit.
 - ``429``/``503`` (with ``Retry-After`` where known), other ``5xx``, timeouts and dropped
@@ -103,7 +106,12 @@ class Seeds(WireModel):
 
 
 class Program(WireModel):
-    """Body of ``GET /program``: what can be optimized and on which seeds."""
+    """Body of ``GET /program``: what can be optimized and on which seeds.
+
+    ``metadata.warnings`` (optional, a list of strings) is what the container wants the user
+    to hear before optimizing (an empty holdout split, rows every rollout would refuse);
+    ``optimize dry-run`` shows each one.
+    """
 
     protocol: str = PROTOCOL
     program_id: str = Field(min_length=1)

@@ -97,6 +97,40 @@ def test_missing_input_column_names_the_columns_found(tmp_path: Path) -> None:
     assert "body, label" in str(info.value) and "input, text, question" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "where", "column", "state"),
+    [
+        (
+            "d.jsonl",
+            '{"text": "a"}\n\n{"id": "b", "text": null}\n',
+            "row 2 (line 3)",
+            "text",
+            "null",
+        ),
+        (
+            "d.jsonl",
+            '{"text": "a"}\n{"input": "  ", "label": "x"}\n',
+            "row 2 (line 2)",
+            "input",
+            "blank",
+        ),
+        ("d.json", '[{"text": "a"}, {"question": {}}]', "item 1", "question", "an empty object"),
+        ("d.csv", "id,text,label\nr1,hello,x\nr2,,y\n", "row 2 (line 3)", "text", "empty"),
+    ],
+)
+def test_a_row_with_a_missing_input_is_refused_with_its_row_number_and_the_fix(
+    tmp_path: Path, name: str, content: str, where: str, column: str, state: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(UserError) as info:
+        load_dataset(path)
+    message = str(info.value)
+    assert f"{path}, {where}" in message
+    assert f"its input column {column!r} is {state}" in message
+    assert "fill it in or remove the row" in message
+
+
 def test_duplicate_names_are_an_error(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "text": "1"}, {"id": "a", "text": "2"}])
     with pytest.raises(UserError, match="duplicate row names: a"):
@@ -106,10 +140,10 @@ def test_duplicate_names_are_an_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("bad.jsonl", '{"text": "ok"}\n{not json\n', "line 2: invalid JSON"),
+        ("bad.jsonl", '{"text": "ok"}\n{not json\n', r"row 2 \(line 2\): invalid JSON"),
         ("bad.json", '{"text": "not a list"}', "must hold a JSON list"),
         ("bad.json", "[1, 2]", "item 0: expected an object"),
-        ("bad.csv", "text,label\na,b,c\n", "more values than header"),
+        ("bad.csv", "text,label\na,b,c\n", r"row 1 \(line 2\): more values than header"),
         ("bad.txt", "text", "unsupported file type"),
         ("empty.jsonl", "\n", "has no rows"),
     ],

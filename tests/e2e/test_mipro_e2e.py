@@ -76,12 +76,13 @@ def test_mipro_run_writes_a_packet_whose_best_template_carries_demos(tmp_path: P
         dry = _cli("dry-run", *flags)
         assert dry.returncode == 0, dry.stdout + dry.stderr
         assert "mipro: instructions in 'system_prompt', demos in 'demos'" in dry.stdout
-        assert not rollout_calls(log), "a dry-run must not run rollouts"
+        sampled = len(rollout_calls(log))  # the dry-run's baseline rollouts, stored nowhere
+        assert sampled == 2 and not root.exists(), "a dry-run samples 2 rollouts, makes no run"
 
         first = _cli("run", *flags, "--quiet")
         assert first.returncode == 0, first.stdout + first.stderr
         packet = _packet(root)
-        first_calls = rollout_calls(log)
+        first_calls = rollout_calls(log)[sampled:]
         calls = len(first_calls)
 
         again = _cli("run", *flags, "--quiet")
@@ -100,7 +101,7 @@ def test_mipro_run_writes_a_packet_whose_best_template_carries_demos(tmp_path: P
     assert report.startswith("# MIPRO run") and "## MIPRO search" in report
     # The same run again replays the same trials from the cache and pays for none of them;
     # cache hits are free, so it has budget left to go on with trials of its own.
-    later = rollout_calls(log)[calls:]
+    later = rollout_calls(log)[sampled + calls :]
     assert not set(later) & set(first_calls), "a cached (candidate, seed) reached the container"
     assert repeat["run_id"] != packet["run_id"]
     replayed = repeat["mipro"]["trials"][: len(mipro["trials"])]
