@@ -174,9 +174,14 @@ def _token(args: argparse.Namespace) -> tuple[str | None, bool]:
     if args.no_token:
         if args.token:
             raise UserError("--no-token and --token (or GEPA_SERVE_TOKEN) both given: drop one")
+        who = (
+            "any process on this machine"
+            if args.host in LOOPBACK
+            else f"anyone who reaches {args.host}"
+        )
         print(
-            "warning: --no-token: any process on this machine, and any web page its browsers "
-            "open that gets past the Host/Origin checks, can start runs here",
+            f"warning: --no-token: {who} can start runs here (web pages are still refused by "
+            "the Host and Origin checks)",
             file=sys.stderr,
         )
         return None, False
@@ -188,7 +193,14 @@ def _token(args: argparse.Namespace) -> tuple[str | None, bool]:
 def _allowed_hosts(args: argparse.Namespace, port: int) -> tuple[str, ...]:
     """The Host headers to answer: the loopback names (and a specific bound address) at
     ``port``, plus ``--allowed-host``."""
-    bound = [] if args.host in ("0.0.0.0", "::", *LOOPBACK) else [args.host]
+    everywhere = args.host in ("0.0.0.0", "::")
+    if everywhere and not args.allowed_host:
+        print(
+            f"note: serving on {args.host}, but answering only requests addressed to the loopback "
+            f"names at port {port}; add the names other machines use with --allowed-host NAME:{port}",
+            file=sys.stderr,
+        )
+    bound = [] if everywhere or args.host in LOOPBACK else [args.host]
     shown = [f"[{h}]" if ":" in h and not h.startswith("[") else h for h in bound]
     extra = [h.strip() for h in args.allowed_host if h.strip()]
     return (*host_entries([*LOOPBACK_HOSTS, *shown], port), *extra)
@@ -217,7 +229,8 @@ def _settings(args: argparse.Namespace, token: str | None, port: int) -> Service
 def _announce(
     args: argparse.Namespace, port: int, root: Path, token: str | None, made: bool
 ) -> str:
-    shown = f"[{args.host}]" if ":" in args.host else args.host
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)  # what a browser opens
+    shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     if made:  # the user has no other way to learn it
         return f"serving the console on {url}?token={token} for workspace {root}"

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from optimizer.cli import main
 from optimizer.service import RunManager, StreamSettings
 from optimizer.service.sse import event_stream
 from schemas import RunConfig
@@ -151,3 +152,35 @@ async def test_a_followed_run_that_is_deleted_ends_its_stream(tmp_path: Path) ->
         assert ending.startswith("event: end") and '"status":"deleted"' in ending
         with pytest.raises(StopAsyncIteration):
             await anext(stream)
+
+
+def test_runs_delete_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "ws"
+    flags = ["--container", "http://127.0.0.1:9", "--reflection-model", "m"]
+    assert main(["optimize", "create", *flags, "--workspace", str(root)]) == 0
+    run_id = capsys.readouterr().out.splitlines()[0]
+
+    async def mark_running() -> None:
+        async with Workspace(root) as ws:
+            await ws.write_file(run_id, "report.md", "# partial")
+            await ws.update_run(run_id, status="running")
+
+    asyncio.run(mark_running())
+    assert main(["runs", "delete", run_id, "--workspace", str(root)]) == 2
+    assert "has status running: stop the process that runs it" in capsys.readouterr().err
+    assert (root / "runs" / run_id / "report.md").is_file()
+
+    async def mark_cancelled() -> None:
+        async with Workspace(root) as ws:
+            await ws.update_run(run_id, status="cancelled")
+
+    asyncio.run(mark_cancelled())
+    assert main(["runs", "delete", run_id, "--workspace", str(root)]) == 0
+    assert f"deleted run {run_id}" in capsys.readouterr().out
+    assert main(["runs", "list", "--workspace", str(root), "--json"]) == 0
+    assert run_id not in capsys.readouterr().out
+    assert not (root / "runs" / run_id).exists()
+    assert main(["runs", "delete", run_id, "--workspace", str(root)]) == 2
+    assert f"unknown run '{run_id}'" in capsys.readouterr().err
