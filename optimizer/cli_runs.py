@@ -28,7 +28,7 @@ PAGE = 1000
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``runs`` and its subcommands."""
-    parser = sub.add_parser("runs", help="list, show and export the runs of a workspace")
+    parser = sub.add_parser("runs", help="list, show, export and delete the runs of a workspace")
     commands = parser.add_subparsers(dest="runs_command", metavar="SUBCOMMAND", required=True)
     listing = commands.add_parser("list", help="every run, newest first")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -38,7 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     export = commands.add_parser("export", help="evidence packet + candidates + trials as one JSON")
     export.add_argument("run_id")
     export.add_argument("--output", "-o", default=None, help="write to FILE instead of stdout")
-    for command, func in ((listing, _list), (show, _show), (export, _export)):
+    delete = commands.add_parser("delete", help="delete a run that is not running, and its folder")
+    delete.add_argument("run_id")
+    for command, func in ((listing, _list), (show, _show), (export, _export), (delete, _delete)):
         add_workspace_flag(command)
         command.set_defaults(func=func)
 
@@ -186,4 +188,22 @@ def _export(args: argparse.Namespace) -> int:
         )
     else:
         print(text)
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    async def delete() -> dict[str, int]:
+        async with _open(args) as ws:
+            if (await ws.get_run(args.run_id)).status == "running":
+                raise UserError(
+                    f"run {args.run_id} has status running: stop the process that runs it, then "
+                    f"delete it (if that process died, resume the run with `gepa-runtime optimize "
+                    f"run {args.run_id}` and stop it)"
+                )
+            return await ws.delete_run(args.run_id)
+
+    counts = asyncio.run(delete())
+    print(
+        f"deleted run {args.run_id} ({counts['trials']} trials, {counts['candidates']} candidates)"
+    )
     return 0

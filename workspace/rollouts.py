@@ -21,6 +21,7 @@ __all__ = [
     "MAX_PARAMS",
     "chunks",
     "fetch_rollout",
+    "fetch_run_rollout",
     "insert_rollouts",
     "lookup_many",
     "rollouts_for_candidate",
@@ -181,3 +182,21 @@ async def rollouts_for_candidate(
         (run_id, candidate_id, run_id, candidate_id),
     )
     return [_to_record(row) for row in rows]
+
+
+async def fetch_run_rollout(
+    conn: aiosqlite.Connection, run_id: str, rollout_id: int
+) -> RolloutRecord:
+    """Rollout ``rollout_id`` if run ``run_id`` used it (paid it, or reused it from the cache:
+    a cached trial names the key of the ``ok`` row it was served); else a ``UserError``."""
+    rows = list(
+        await conn.execute_fetchall(
+            f"{_SELECT} AS r WHERE r.id = ? AND (r.run_id = ? OR EXISTS (SELECT 1 FROM trials AS t"
+            " WHERE t.run_id = ? AND (t.rollout_id = r.id OR (t.rollout_id IS NULL"
+            " AND t.cache_key = r.cache_key AND r.status = 'ok'))))",
+            (rollout_id, run_id, run_id),
+        )
+    )
+    if not rows:
+        raise UserError(f"run {run_id!r} has no rollout {rollout_id}")
+    return _to_record(rows[0])

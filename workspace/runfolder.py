@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 from pathlib import Path
 
 from schemas.exceptions import UserError
@@ -96,3 +97,11 @@ class RunFolder:
             for p in folder.rglob("*")
             if p.is_file() and not (p.name.startswith(".") and p.name.endswith(".tmp"))
         )
+
+    def remove(self, run_id: str) -> None:
+        """Delete the run's folder and everything in it (a symlinked folder: the link only)."""
+        folder = self.path(run_id)
+        if folder.is_symlink():
+            folder.unlink()
+        elif folder.exists():
+            shutil.rmtree(folder)

@@ -33,7 +33,7 @@ from schemas.records import (
     Trial,
     TrialView,
 )
-from workspace import candidates, events, frontier, rollouts, runs, trials
+from workspace import candidates, events, frontier, removal, rollouts, runs, trials
 from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace
 from workspace.db import Database
 from workspace.redact import may_hold_secret, scrub, scrub_text
@@ -154,6 +154,24 @@ class Workspace:
             await runs.replace_run(conn, updated)
         return updated
 
+    async def delete_run(self, run_id: str) -> dict[str, int]:
+        """Delete the run, its rows and its folder; counts of the rows deleted by table.
+
+        Rollouts another run used stay (see :mod:`workspace.removal`). The rows go first, in
+        one transaction: a folder that cannot be removed then is named in the error.
+        """
+        async with self._db.write() as conn:
+            await runs.require_run(conn, run_id, self.root)
+            counts = await removal.delete_run_rows(conn, run_id)
+        try:
+            await asyncio.to_thread(self._folder.remove, run_id)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"deleted run {run_id!r} from {self.db_path} but not its folder "
+                f"{self._folder.path(run_id)} ({exc}); remove that folder by hand"
+            ) from exc
+        return counts
+
     # candidates
 
     async def add_candidate(self, record: CandidateRecord) -> bool:
@@ -250,6 +268,11 @@ class Workspace:
         """One rollout row with its trace decompressed; unknown is a ``UserError``."""
         async with self._db.read() as conn:
             return await rollouts.fetch_rollout(conn, rollout_id)
+
+    async def get_run_rollout(self, run_id: str, rollout_id: int) -> RolloutRecord:
+        """One rollout the run paid or reused, with its trace; any other id is a ``UserError``."""
+        async with self._db.read() as conn:
+            return await rollouts.fetch_run_rollout(conn, run_id, rollout_id)
 
     async def rollouts_for_candidate(self, run_id: str, candidate_id: str) -> list[RolloutRecord]:
         """Every rollout the run paid or reused for the candidate, errors included, oldest first."""

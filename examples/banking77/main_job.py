@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -142,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "OPENAI_API_KEY": models["key"],
             "OPENAI_BASE_URL": models["student_url"],
             "GEPA_STUDENT_MODEL": models["student_model"],
+            # the service requires a token; `optimize run --server` reads the same variable
+            "GEPA_SERVE_TOKEN": os.environ.get("GEPA_SERVE_TOKEN") or secrets.token_urlsafe(32),
         }
         container_port, console_port = free_port(), args.console_port or _port_or_free(8700)
         container = f"http://127.0.0.1:{container_port}"
@@ -174,7 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say(
                 f"Banking77 container on {container} ({args.train_size} train / {args.holdout_size} holdout queries)"
             )
-            _say(f"live console: {console}  (open it in a browser while the run goes)")
+            _say(
+                f"live console: {console}/?token={env['GEPA_SERVE_TOKEN']}  "
+                "(open it in a browser while the run goes)"
+            )
             budget = (
                 ["--max-metric-calls", str(args.max_metric_calls)]
                 if args.max_metric_calls
@@ -208,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"done in {minutes:.1f} min. Evidence: {_latest_run(args.workspace)}/ (evidence.json, report.md)"
         )
         _say(
-            f"browse it again: gepa-runtime serve --workspace {args.workspace}, then open http://127.0.0.1:8700"
+            f"browse it again: gepa-runtime serve --workspace {args.workspace}, then open the URL it prints"
         )
     else:
         _say(

@@ -2,7 +2,9 @@
 
 Errors are ``{"error": {"type", "message"}}`` with a message that names the fix: ``404`` for
 an unknown run or rollout, ``409`` for a request the run's state forbids, ``422`` for an
-invalid body or config, ``401`` for the token (see :mod:`optimizer.service.auth`).
+invalid body or config, ``403`` for a config the operator's policy refuses (see
+:mod:`optimizer.service.policy`), ``401`` for the token (see :mod:`optimizer.service.auth`);
+the middlewares add ``403`` (Host, Origin), ``413`` and ``415`` (bodies).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from starlette.routing import Route
 
 from optimizer.service.auth import error_json
 from optimizer.service.manager import RunConflict, RunManager
+from optimizer.service.policy import PolicyRefusal
 from optimizer.service.sse import StreamSettings, event_stream
 from optimizer.service.views import candidate_views, run_view, trial_views
 from schemas import GepaError, RunConfig, RunRecord, UserError
@@ -56,6 +59,8 @@ def _handled(fn: Handler) -> Handler:
             return error_json(404, "NotFound", str(exc))
         except RunConflict as exc:
             return error_json(409, "Conflict", str(exc))
+        except PolicyRefusal as exc:
+            return error_json(403, "Forbidden", str(exc))
         except UserError as exc:
             return error_json(400, "UserError", str(exc))
         except GepaError as exc:
@@ -164,6 +169,14 @@ async def cancel_run(request: Request) -> Response:
 
 
 @_handled
+async def delete_run(request: Request) -> Response:
+    """``DELETE /api/runs/{run_id}``: a run that is not running, its rows and its folder."""
+    record = await _record(request)
+    deleted = await _manager(request).delete(record.run_id)
+    return JSONResponse({"run_id": record.run_id, "deleted": deleted})
+
+
+@_handled
 async def candidates(request: Request) -> Response:
     """``GET /api/runs/{run_id}/candidates``: ranked by train mean, then seeds won."""
     record = await _record(request)
@@ -194,13 +207,14 @@ async def rollouts(request: Request) -> Response:
 @_handled
 async def rollout(request: Request) -> Response:
     """``GET /api/runs/{run_id}/rollouts/{rollout_id}``: one rollout with its trace."""
-    await _record(request)
+    record = await _record(request)
     rollout_id = request.path_params["rollout_id"]
     try:
-        found = await _manager(request).workspace.get_rollout(rollout_id)
+        found = await _manager(request).workspace.get_run_rollout(record.run_id, rollout_id)
     except UserError:
         raise NotFound(
-            f"unknown rollout {rollout_id}: take ids from GET /api/runs/{{run_id}}/rollouts"
+            f"unknown rollout {rollout_id} of run {record.run_id}: take ids from "
+            f"GET /api/runs/{record.run_id}/rollouts"
         ) from None
     return JSONResponse(found.model_dump(mode="json"))
 
@@ -245,6 +259,7 @@ def api_routes() -> list[Route]:
         Route("/api/runs", list_runs, methods=["GET"]),
         Route("/api/runs", create_run, methods=["POST"]),
         Route("/api/runs/{run_id}", get_run, methods=["GET"]),
+        Route("/api/runs/{run_id}", delete_run, methods=["DELETE"]),
         Route("/api/runs/{run_id}/start", start_run, methods=["POST"]),
         Route("/api/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
         Route("/api/runs/{run_id}/candidates", candidates, methods=["GET"]),

@@ -1,7 +1,11 @@
 """The service's Starlette app: REST API, SSE, the console pages and their static files.
 
-    app = create_app(Workspace(".gepa"), token="s3cret")
+    app = create_app(Workspace(".gepa"), ServiceSettings(token="s3cret"))
     uvicorn.run(app)   # or `gepa-runtime serve`
+
+Every request passes, in order: the Host and Origin checks (:mod:`.origin`), the token
+(:mod:`.auth`), the JSON-only body limit (:mod:`.bodies`); run configs then pass the
+operator's :class:`RunPolicy` (:mod:`.policy`).
 
 On startup the app opens the workspace (when given a folder) and resumes the service's
 runs that were left ``running``; on shutdown it stops the run tasks, which then resume on
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -26,9 +30,12 @@ from starlette.staticfiles import StaticFiles
 
 from optimizer.service.api import api_routes
 from optimizer.service.auth import TokenAuth, error_json
+from optimizer.service.bodies import DEFAULT_MAX_BODY_BYTES, JsonBodies
 from optimizer.service.manager import RunManager
 from optimizer.service.openapi import openapi_spec
+from optimizer.service.origin import LOOPBACK_HOSTS, SameOrigin
 from optimizer.service.pages import STATIC, index_page, run_page
+from optimizer.service.policy import RunPolicy
 from optimizer.service.sse import StreamSettings
 from workspace import Workspace
 
@@ -37,12 +44,17 @@ __all__ = ["ServiceSettings", "create_app"]
 
 @dataclass(frozen=True)
 class ServiceSettings:
-    """How the service runs: its token, the default container token, the SSE timing."""
+    """How the service runs: its token, the default container token, the SSE timing, and
+    what it accepts: ``allowed_hosts`` (``host`` for any port or ``host:port``; ``serve``
+    narrows them to its port), the largest request body, the run ``policy``."""
 
     token: str | None = None
     container_token: str | None = None
     heartbeat_s: float = 5.0
     quiet_after_s: float = 30.0
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    policy: RunPolicy = field(default_factory=RunPolicy)
 
 
 async def _openapi(request: Request) -> Response:
@@ -67,7 +79,9 @@ def create_app(
     settings = settings or ServiceSettings()
     owns = not isinstance(workspace, Workspace)
     ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace
-    manager = RunManager(ws, container_token=settings.container_token, http=http)
+    manager = RunManager(
+        ws, container_token=settings.container_token, policy=settings.policy, http=http
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -89,7 +103,11 @@ def create_app(
             Route("/runs/{run_id}", run_page, methods=["GET"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
-        middleware=[Middleware(TokenAuth, token=settings.token)],
+        middleware=[
+            Middleware(SameOrigin, allowed=settings.allowed_hosts),
+            Middleware(TokenAuth, token=settings.token),
+            Middleware(JsonBodies, max_bytes=settings.max_body_bytes),
+        ],
         exception_handlers={HTTPException: _not_found},
         lifespan=lifespan,
     )

@@ -112,6 +112,10 @@ class Digests:
         self._workspace = workspace
         self._by_run: dict[str, RunDigest] = {}
 
+    def forget(self, run_id: str) -> None:
+        """Drop the digest of a deleted run."""
+        self._by_run.pop(run_id, None)
+
     async def get(self, run_id: str) -> RunDigest:
         """The digest of ``run_id`` with every event logged so far folded in."""
         digest = self._by_run.setdefault(run_id, RunDigest())

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import httpx
 from pydantic import SecretStr
 
-from optimizer.embedded import absolute_paths, run_stored
+from optimizer.embedded import absolute_paths, run_stored, stored_config
 from optimizer.service.digest import Digests
+from optimizer.service.policy import PolicyRefusal, RunPolicy
 from schemas import Event, GepaError, RunConfig, RunRecord, RunStatus, UserError
 from workspace import Workspace
 
@@ -55,9 +56,11 @@ class RunManager:
         workspace: Workspace,
         *,
         container_token: str | None = None,
+        policy: RunPolicy | None = None,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         self.workspace = workspace
+        self.policy = policy or RunPolicy()
         self.digests = Digests(workspace)
         self.closing = asyncio.Event()
         self._http = http
@@ -82,7 +85,11 @@ class RunManager:
                     "run %s is running outside this service; not resuming it", record.run_id
                 )
                 continue
-            await self.start(record.run_id, resumed=True)
+            try:
+                await self.start(record.run_id, resumed=True)
+            except PolicyRefusal as exc:  # the operator narrowed the policy since it started
+                await self._fail(record.run_id, f"not resumed: {exc}")
+                continue
             resumed.append(record.run_id)
         return resumed
 
@@ -114,7 +121,8 @@ class RunManager:
     # commands
 
     async def create(self, config: RunConfig, run_id: str | None = None) -> RunRecord:
-        """Store a new run (paths made absolute; the token kept in memory only)."""
+        """Store a new run the policy allows (paths made absolute; the token kept in memory only)."""
+        self.policy.check(config)
         record = await self.workspace.create_run(absolute_paths(config), run_id)
         if config.container_token is not None:
             self._secrets[record.run_id] = RunConfig(container_token=config.container_token)
@@ -136,6 +144,7 @@ class RunManager:
             )
         if self.closing.is_set():
             raise RunConflict("the service is shutting down; start the run after it restarts")
+        self.policy.check(stored_config(record))  # e.g. a run created by the CLI
         owner = {"owner": "gepa-runtime serve", "pid": os.getpid(), "started_at": time.time()}
         await self.workspace.write_file(run_id, OWNER_FILE, json.dumps(owner))
         record = await self.workspace.update_run(run_id, status="running", error="")
@@ -156,6 +165,27 @@ class RunManager:
         active.task.cancel()
         await asyncio.wait([active.task])
         return await self.workspace.get_run(run_id)
+
+    async def delete(self, run_id: str) -> dict[str, int]:
+        """Delete a run that is not running (rows and folder); counts of the rows deleted."""
+        async with self._starting:  # no start may slip in between the check and the delete
+            record = await self.workspace.get_run(run_id)
+            if run_id in self._active:
+                raise RunConflict(
+                    f"run {run_id} is running here: cancel it first "
+                    f"(POST /api/runs/{run_id}/cancel), then delete it"
+                )
+            if record.status == "running":
+                raise RunConflict(
+                    f"run {run_id} has status running but this service is not running it: stop "
+                    "the process that runs it first; if that process is gone, resume the run "
+                    f"here (POST /api/runs/{run_id}/start), cancel it, then delete it"
+                )
+            counts = await self.workspace.delete_run(run_id)
+        self.digests.forget(run_id)
+        self._secrets.pop(run_id, None)
+        self._wake(run_id)
+        return counts
 
     # execution
 

@@ -87,8 +87,11 @@ def _errors(*codes: int) -> dict[str, Any]:
     text = {
         400: "bad request",
         401: "missing or wrong token",
+        403: "refused: foreign Host or Origin, or a config field the operator did not allow",
         404: "unknown run or rollout",
         409: "not allowed in the run's state",
+        413: "request body over the service's limit (serve --max-body-bytes)",
+        415: "body is not application/json",
         422: "invalid body or config",
     }
     return {str(c): _json("Error", text[c]) for c in codes}
@@ -138,7 +141,10 @@ def _paths() -> dict[str, Any]:
                         "application/json": {"schema": {"$ref": REF.format(model="CreateRun")}}
                     },
                 },
-                "responses": {"201": _json("Run", "created"), **_errors(400, 401, 422)},
+                "responses": {
+                    "201": _json("Run", "created"),
+                    **_errors(400, 401, 403, 413, 415, 422),
+                },
             },
         },
         "/api/runs/{run_id}": {
@@ -146,13 +152,22 @@ def _paths() -> dict[str, Any]:
                 "summary": "One run",
                 "parameters": run,
                 "responses": {"200": _json("Run"), **_errors(401, 404)},
-            }
+            },
+            "delete": {
+                "summary": "Delete a run that is not running: its rows and its run folder",
+                "description": (
+                    "Rollouts another run used stay in the cache. A running run is 409: "
+                    "cancel it first."
+                ),
+                "parameters": run,
+                "responses": {"200": {"description": "deleted"}, **_errors(401, 403, 404, 409)},
+            },
         },
         "/api/runs/{run_id}/start": {
             "post": {
                 "summary": "Start or resume the run in the background",
                 "parameters": run,
-                "responses": {"202": _json("Run", "started"), **_errors(401, 404, 409)},
+                "responses": {"202": _json("Run", "started"), **_errors(401, 403, 404, 409)},
             }
         },
         "/api/runs/{run_id}/cancel": {

@@ -7,7 +7,8 @@ events come from the service itself:
 - ``heartbeat`` every few seconds: ``{"time", "last_event_at", "status", "phase", "active",
   "quiet_after_s"}`` so a client can tell a quiet runner from a dead connection;
 - ``end`` once the run is finished (``completed``, ``failed``, ``cancelled``) and every one
-  of its events was sent, or when the service stops; the stream then closes.
+  of its events was sent, when it is deleted (``deleted``), or when the service stops; the
+  stream then closes.
 
 A reconnecting ``EventSource`` sends the last ``id`` it saw as ``Last-Event-ID`` and gets the
 events after it (``events_since(seq)``); ``?after=N`` does the same for other clients.
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer.service.manager import TERMINAL, RunManager
-from schemas import Event
+from schemas import Event, UserError
 
 __all__ = ["StreamSettings", "event_stream", "format_sse"]
 
@@ -70,7 +71,14 @@ async def event_stream(
             yield _message(event)
         if len(events) == PAGE:
             continue
-        record = await workspace.get_run(run_id)
+        try:
+            record = await workspace.get_run(run_id)
+        except UserError:  # deleted while followed (DELETE /api/runs/{id})
+            yield format_sse(
+                {"status": "deleted", "phase": None, "error": f"run {run_id} was deleted"},
+                event="end",
+            )
+            return
         now = time.time()
         if manager.closing.is_set():
             yield format_sse(

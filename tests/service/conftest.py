@@ -22,6 +22,7 @@ from tests.fakes.servers import FAKES, thread_server
 from tests.service.console import chromium
 
 TOY_URL = "http://toy-container"
+SERVICE_URL = "http://127.0.0.1:8700"  # a loopback Host, as the service's Host check wants
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +80,7 @@ async def service(
     try:
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
+            async with httpx.AsyncClient(transport=transport, base_url=SERVICE_URL) as client:
                 yield client, app
     finally:
         if container_http is not None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +21,16 @@ from tests.fakes.servers import ROOT, free_port, wait_http
 
 @contextlib.contextmanager
 def serve_process(
-    root: Path, *, token: str | None = None, extra: list[str] | None = None
+    root: Path,
+    *,
+    token: str | None = None,
+    extra: list[str] | None = None,
+    make_token: bool = False,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Start ``gepa-runtime serve`` for the workspace ``root``; yields (URL, process)."""
+    """Start ``gepa-runtime serve`` for the workspace ``root``; yields (URL, process).
+
+    Without ``token`` it runs with ``--no-token``, or with neither flag if ``make_token``
+    (it then makes one up: see :func:`announcement`)."""
     port = free_port()
     cmd = [
         sys.executable,
@@ -38,8 +47,8 @@ def serve_process(
     ]
     env = {**os.environ}
     env.pop("GEPA_SERVE_TOKEN", None)
-    if token:
-        cmd += ["--token", token]
+    if token or not make_token:
+        cmd += ["--token", token] if token else ["--no-token"]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     )
@@ -49,6 +58,26 @@ def serve_process(
         yield url, proc
     finally:
         stop(proc)
+
+
+def announcement(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> tuple[str, str]:
+    """(the ``serving the console on ...`` line, the output before it) of a serve process.
+
+    Reads the raw pipe (no Python buffering, so ``select`` sees everything not yet read)."""
+    assert proc.stdout is not None
+    fd, text = proc.stdout.fileno(), ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in text.splitlines(keepends=True):
+            if line.startswith("serving the console on") and line.endswith("\n"):
+                return line.strip(), text[: text.index(line)]
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            text += chunk.decode()
+    raise AssertionError(f"no announcement from serve; it printed: {text[-2000:]}")
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from optimizer.service import RunPolicy, ServiceSettings
 from schemas import RunConfig
 from tests.fakes.servers import FAKES, thread_server
 from tests.service.conftest import parse_sse, run_config, service, wait_status
@@ -59,7 +60,9 @@ async def test_invalid_configs_are_422_naming_the_field(
     assert no_source.status_code == 422 and "containers" in no_source.json()["error"]["message"]
     no_model = await api.post("/api/runs", json={"config": {"containers": ["http://x"]}})
     assert no_model.status_code == 422 and "reflection_model" in no_model.json()["error"]["message"]
-    not_json = await api.post("/api/runs", content=b"{nope")
+    not_json = await api.post(
+        "/api/runs", content=b"{nope", headers={"Content-Type": "application/json"}
+    )
     assert not_json.status_code == 422
     assert (await api.get("/api/runs")).json()["runs"] == []
 
@@ -236,7 +239,10 @@ async def test_unreachable_container_fails_the_run_with_the_fix(
     assert json.loads(events[-1][2])["status"] == "failed"
 
 
-async def test_module_run_is_served_in_process(api: httpx.AsyncClient, reflection_url: str) -> None:
+async def test_module_run_is_served_in_process(
+    tmp_path: Path, toy_app: Any, reflection_url: str
+) -> None:
+    """A module inside a folder the operator allowed (``serve --allow-modules DIR``)."""
     config = run_config(
         reflection_url,
         containers=[],
@@ -244,9 +250,11 @@ async def test_module_run_is_served_in_process(api: httpx.AsyncClient, reflectio
         dataset=str(FAKES / "toy_data.jsonl"),
         splits_file=str(FAKES / "toy_splits.json"),
     )
-    created = await api.post("/api/runs", json={"config": config, "start": True})
-    assert created.status_code == 201, created.text
-    view = await wait_status(api, created.json()["run_id"], {"completed", "failed"})
+    allowed = ServiceSettings(policy=RunPolicy(module_roots=(FAKES,)))
+    async with service(tmp_path / "ws", toy_app, allowed) as (api, _):
+        created = await api.post("/api/runs", json={"config": config, "start": True})
+        assert created.status_code == 201, created.text
+        view = await wait_status(api, created.json()["run_id"], {"completed", "failed"})
     assert view["status"] == "completed", view["error"]
     assert view["program_id"] == "toy-labels" and view["config"]["module"].endswith(
         "toy_container.py"
