@@ -56,16 +56,19 @@ def create_app(
     ``load_verifier`` takes, defaulting to the decorator's, else ``normalized``.
     """
     served = build_served_program(target, dataset=dataset, splits=splits, verifier=verifier)
-    expected_auth = f"Bearer {token}".encode() if token else None
+    expected_auth = token.encode() if token else None
     program_body = served.program.model_dump(mode="json")
     health_body = Health().model_dump(mode="json")
 
     def authorize(request: Request) -> None:
         if expected_auth is None:
             return
-        given = request.headers.get("authorization", "").encode()
+        header = request.headers.get("authorization", "")
+        scheme, _, credentials = header.partition(" ")
+        # The scheme is case-insensitive (RFC 7235): "bearer x" is as good as "Bearer x".
+        given = credentials.strip().encode() if scheme.lower() == "bearer" else b""
         if not hmac.compare_digest(given, expected_auth):
-            reason = "missing" if not given else "wrong"
+            reason = "missing" if not header else "wrong"
             raise RequestRejected(
                 401,
                 "Unauthorized",

@@ -241,6 +241,18 @@ async def test_bearer_token(dataset_path: Path, client_for: ClientFor) -> None:
     assert right.status_code == 200 and program.status_code == 200
 
 
+async def test_the_bearer_scheme_is_case_insensitive(
+    dataset_path: Path, client_for: ClientFor
+) -> None:
+    app = create_app(_label_target(), dataset=dataset_path, token="s3cret")
+    async with client_for(app) as client:
+        lower = await client.get("/program", headers={"Authorization": "bearer s3cret"})
+        upper = await client.get("/program", headers={"Authorization": "BEARER  s3cret"})
+        basic = await client.get("/program", headers={"Authorization": "Basic s3cret"})
+    assert lower.status_code == 200 and upper.status_code == 200
+    assert basic.status_code == 401 and "wrong bearer token" in _error(basic)[1]
+
+
 async def test_body_over_limit_is_413(dataset_path: Path, client_for: ClientFor) -> None:
     app = create_app(_label_target(), dataset=dataset_path, max_body_bytes=300)
     big = _body(candidate={"system_prompt": "x" * 400})
