@@ -1,0 +1,41 @@
+/**
+ * gepa-container: wrap a Node agent as a `gepa-container/1` task container for the
+ * gepa-runtime prompt optimizer, with the same protocol and semantics as the Python SDK.
+ *
+ *     import { optimize } from "gepa-container";
+ *
+ *     optimize({ id: "support-triage", baseline: "Route the ticket." }, async (task, candidate) => {
+ *       return await callMyModel(candidate.text, String(task.input), candidate.model);
+ *     });
+ *
+ * Serve it with `npx gepa-container serve ./agent.js --dataset tickets.jsonl`, or in code with
+ * `(await createContainer(target, { dataset })).listen(8100)`.
+ */
+
+export { Container, createContainer, createHandler, type ContainerOptions } from "./app.js";
+export { Dataset, loadDataset } from "./dataset.js";
+export { GepaContainerError, RequestRejected, Retryable, TemplateError, UserError, type RetryableOptions } from "./errors.js";
+export { faultStatus } from "./faults.js";
+export { computeFingerprint } from "./fingerprint.js";
+export { loadTarget } from "./loader.js";
+export { buildServedProgram, type ServedProgram, type ServeOptions } from "./program.js";
+export { PROTOCOL, type Program, type RolloutRequest, type RolloutResponse, type ErrorBody } from "./protocol.js";
+export { AgentResult, Score, type AgentResultInit, type AgentTrace, type AgentUsage } from "./results.js";
+export { defaultSplits, loadSplits, splitOf, type Splits } from "./splits.js";
+export {
+  COMPONENT_KINDS,
+  Registry,
+  clearOptimizationTargets,
+  defaultRegistry,
+  getOptimizationTarget,
+  listOptimizationTargets,
+  optimize,
+  type ComponentKind,
+  type OptimizeOptions,
+  type Target,
+  type TargetFn,
+} from "./target.js";
+export { Candidate, type SplitName, type Task } from "./task.js";
+export { PromptTemplate, type ChatMessage, type Demo } from "./template.js";
+export { normalizeText } from "./text.js";
+export { loadVerifier, Verifier, type VerifierFn, type VerifierLike } from "./verifiers.js";

@@ -1,0 +1,76 @@
+/** What a target receives for one rollout: the {@link Task} (one dataset row) and the {@link Candidate}. */
+
+import { UserError } from "./errors.js";
+import type { PromptTemplate } from "./template.js";
+
+/** `train`, `val` or `holdout`. */
+export type SplitName = "train" | "val" | "holdout";
+
+/**
+ * One dataset row, named by a stable seed name. `input` is what the agent works on, `expected`
+ * what the verifier compares against (`null` when the dataset has no such column), `split` is
+ * the row's split or `null` for a row in no split.
+ */
+export interface Task {
+  readonly name: string;
+  readonly input: unknown;
+  readonly expected: unknown;
+  readonly instruction: string;
+  readonly metadata: Record<string, unknown>;
+  readonly split: SplitName | null;
+}
+
+/** The row content that defines a task: what the program fingerprint hashes. */
+export function taskRow(task: Task): Record<string, unknown> {
+  return {
+    name: task.name,
+    input: task.input,
+    expected: task.expected,
+    instruction: task.instruction,
+    metadata: task.metadata,
+  };
+}
+
+/**
+ * The text of every component for this rollout, plus who asks and with which model. `model`
+ * is the request's `policy.model`: `null` means "use the container's own default model".
+ */
+export class Candidate {
+  readonly components: Readonly<Record<string, string>>;
+  readonly candidateId: string;
+  readonly model: string | null;
+  readonly #template: PromptTemplate | null;
+
+  constructor(
+    components: Record<string, string>,
+    options: { candidateId?: string; model?: string | null; template?: PromptTemplate | null } = {},
+  ) {
+    this.components = Object.freeze({ ...components });
+    this.candidateId = options.candidateId ?? "";
+    this.model = options.model ?? null;
+    this.#template = options.template ?? null;
+  }
+
+  /** The single component's text; an error naming the components when there are several. */
+  get text(): string {
+    const names = Object.keys(this.components);
+    if (names.length !== 1) {
+      throw new UserError(
+        `candidate.text needs a single-component program, this one has ${names.sort().join(", ")}; ` +
+          "use candidate.components[name] instead",
+      );
+    }
+    return this.components[names[0]!]!;
+  }
+
+  /** The candidate as a prompt template (for targets declared with a `PromptTemplate`). */
+  get template(): PromptTemplate {
+    if (this.#template === null) {
+      throw new UserError(
+        "candidate.template needs a target declared with optimize({ baseline: new PromptTemplate(...) }); " +
+          "this one has plain components",
+      );
+    }
+    return this.#template;
+  }
+}
