@@ -3,10 +3,11 @@
  * what the Python SDK hashes, groups by or compares (the program fingerprint, the default
  * splits' label groups, verifier specs and feedback, dataset lines) is the same text here.
  *
- * JavaScript has one number type: a whole number is written as a Python int (`3`), any other
- * as a Python float (`0.5`, `1e-07`). A value the caller knows to be a float is wrapped in
- * {@link PyFloat} to be written as one (`0.0`). Data files that hold a float with a whole value
- * (`3.0`) therefore hash differently in the two SDKs; every other row hashes the same.
+ * JavaScript has one number type: a whole number up to 2**53 is written as a Python int (`3`),
+ * any other as a Python float (`0.5`, `1e-07`, `1e+16`). A value the caller knows to be a float
+ * is wrapped in {@link PyFloat} to be written as one (`0.0`). Data files that hold a float with
+ * a small whole value (`3.0`) or an integer past 2**53 therefore hash differently in the two
+ * SDKs; every other row hashes the same.
  */
 
 /** A number that Python would hold as a float: written `1.0`, not `1`. */
@@ -102,8 +103,8 @@ function quote(text: string, ensureAscii: boolean): string {
 }
 
 function pyNumber(value: number, json: boolean): string {
-  if (Number.isInteger(value) && !Object.is(value, -0)) return BigInt(value).toString();
-  return pyFloatRepr(value, json);
+  if (Number.isSafeInteger(value) && !Object.is(value, -0)) return String(value);
+  return pyFloatRepr(value, json); // past 2**53 JavaScript holds no exact integers: a float, as 1e16 is
 }
 
 /** Python's `repr(float)`: shortest round-trip digits, exponent below 1e-4 and from 1e16. */

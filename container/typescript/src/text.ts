@@ -19,9 +19,20 @@ export function shortText(value: unknown, limit = 200): string {
   return chars.length <= limit ? chars.join("") : chars.slice(0, limit - 1).join("") + "…";
 }
 
-/** Python's `str.casefold()` for the common cases (`ß` -> `ss`, `İ` -> `i̇`, `ς` -> `σ`). */
+const CHEROKEE = /[\u13a0-\u13f5\u13f8-\u13fd\uab70-\uabbf]/u;
+
+/**
+ * Python's `str.casefold()`: each character upper-cased then lower-cased (`ß` -> `ss`,
+ * `ς` -> `σ`), except where full case folding differs: Cherokee folds to upper case, `ı`
+ * stays, `ẞ` is `ss`. Characters newer than Python's Unicode tables may still differ.
+ */
 export function casefold(text: string): string {
-  return text.toUpperCase().toLowerCase().replaceAll("ς", "σ");
+  return text.replace(/[^\x00-\x7f]|[A-Z]+/gu, (ch) => {
+    if (ch === "ı") return ch;
+    if (ch === "ẞ") return "ss";
+    if (CHEROKEE.test(ch)) return ch.toUpperCase();
+    return ch.toUpperCase().toLowerCase();
+  });
 }
 
 const CONNECTOR_OR_DASH = /[\p{Pc}\p{Pd}]/gu;
