@@ -2,8 +2,9 @@
 
 It knows which animal makes each sound but answers with the animal's label only when the
 system prompt names that label (else ``unknown``), as the toy container's agent does, so a
-prompt improves by naming labels. A system prompt containing ``RATE-LIMIT-ME`` is answered
-429 with ``Retry-After: 4``. ``app.state.calls`` counts chat completions.
+prompt improves by naming labels. A system prompt saying ``Always answer WORD`` is answered
+WORD; one containing ``RATE-LIMIT-ME`` is answered 429 with ``Retry-After: 4``.
+``app.state.calls`` counts chat completions and ``app.state.requests`` keeps their bodies.
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ SOUNDS = {
     "bugle": "elk",
 }
 SOUND = re.compile(r"goes '([a-z]+)'")
+ALWAYS = re.compile(r"Always answer (\S+)")
 
 
 def _answer(system: str, user: str) -> str:
+    always = ALWAYS.search(system)
+    if always:
+        return always.group(1)
     match = SOUND.search(user)
     animal = SOUNDS.get(match.group(1), "") if match else ""
     named = set(re.findall(r"[a-z]+", system.lower()))
@@ -45,6 +50,7 @@ def create_app() -> Starlette:
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
         request.app.state.calls += 1
+        request.app.state.requests.append(body)
         messages = body.get("messages", [])
         system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         user = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
@@ -74,4 +80,5 @@ def create_app() -> Starlette:
 
     app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
     app.state.calls = 0
+    app.state.requests = []
     return app
