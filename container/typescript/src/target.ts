@@ -8,14 +8,13 @@
  * two copies of this package.
  */
 
-import { realpathSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { existsSync } from "node:fs";
 
 import { UserError } from "./errors.js";
 import { isPlainObject, pyRepr } from "./python.js";
-import { PromptTemplate, SYSTEM_COMPONENT, DEMOS_COMPONENT } from "./template.js";
+import { DEMOS_COMPONENT, PromptTemplate, SYSTEM_COMPONENT } from "./template.js";
 import type { Candidate, Task } from "./task.js";
 import type { VerifierLike } from "./verifiers.js";
 

@@ -21,7 +21,7 @@ import { importExport } from "./loader.js";
 import { isPlainObject, PyFloat, pyDumps, pyRepr } from "./python.js";
 import { AgentResult, coerceScore, Score } from "./results.js";
 import type { Task } from "./task.js";
-import { firstNumber, formatG, isClose, normalizeText, shortText, textOf, casefold } from "./text.js";
+import { casefold, firstNumber, formatG, isClose, normalizeText, shortText, textOf } from "./text.js";
 
 export const DEFAULT_VERIFIER = "normalized";
 export const BUILTIN_TYPES = ["exact", "normalized", "contains", "regex", "json_field", "numeric"] as const;
