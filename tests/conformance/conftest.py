@@ -56,7 +56,10 @@ def _conformance_rows() -> list[dict[str, Any]]:
         {"name": f"echo-{i}", "input": word, "expected": word}
         for i, word in enumerate(["alpha", "beta", "gamma", "delta", "épsilon"])
     ]
-    modes = ["rate_limit", "unavailable", "provider_429", "provider_5xx", "crash", "bad_type"]
+    modes = [
+        *("rate_limit", "unavailable", "provider_429", "provider_5xx", "crash", "bad_type"),
+        *("candidate_misuse", "user_mistake"),
+    ]
     rows += [{"name": m.replace("_", "-"), "input": "x", "expected": "x", "mode": m} for m in modes]
     rows.append({"name": "connection", "input": free_port(), "expected": "x", "mode": "connection"})
     rows.append({"name": "no-label", "input": "alpha"})

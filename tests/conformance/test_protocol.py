@@ -1,10 +1,9 @@
 """The protocol conformance suite: both SDKs (and the README's Node agent) answer alike.
 
 Every answer must validate against the JSON Schemas ``gepa-runtime schema`` prints, and the
-same mistake must get the same status code (and ``Retry-After``, ``WWW-Authenticate``,
-``Allow``) from every container. The expected statuses are the protocol's, written here once.
-The three user mistakes marked ``user-error`` answer 422 in the Python SDK from branch h13-sdk
-on (before it they answered 500, a retried fault); the TypeScript SDK answers 422 from the start.
+same mistake must get the same status code, error ``type`` (and ``Retry-After``,
+``WWW-Authenticate``, ``Allow``) from every container. The expected answers are the
+protocol's and docs/container-errors.md's, written here once.
 """
 
 from __future__ import annotations
@@ -89,6 +88,7 @@ class Case:
     servers: tuple[str, ...] = ALL
     headers: dict[str, str | None] = field(default_factory=dict)
     message: str = ""
+    kind: str | None = None  # the error body's type, where both SDKs name it alike
 
 
 def _post(body: Any = None, *, token: str | None = TOKEN, **kwargs: Any) -> dict[str, Any]:
@@ -113,12 +113,14 @@ CASES = [
         422,
         lambda s: _post(_rollout(s, candidate={})),
         message="missing component",
+        kind="ComponentMismatch",
     ),
     Case(
         "unknown-component",
         422,
         lambda s: _post(_rollout(s, candidate={**_rollout(s)["candidate"], "extra": "x"})),
         message="unknown component(s): extra",
+        kind="ComponentMismatch",
     ),
     Case("body-not-json", 400, lambda s: _post(b"{oops"), message="not valid JSON"),
     Case("body-not-an-object", 400, lambda s: _post([1, 2]), message="invalid rollout request"),
@@ -133,12 +135,14 @@ CASES = [
         400,
         lambda s: _post(_rollout(s, candidate={"system_prompt": 3})),
         message="candidate.system_prompt",
+        kind="InvalidBody",
     ),
     Case(
         "body-over-the-limit",
         413,
         lambda s: _post(_rollout(s, run_id="x" * 1_000_100)),
         message="over the limit of 1000000 bytes",
+        kind="PayloadTooLarge",
     ),
     Case(
         "body-over-the-limit-streamed",
@@ -157,6 +161,7 @@ CASES = [
         lambda s: {"method": "GET", "path": "/program"},
         headers={"WWW-Authenticate": "Bearer"},
         message="missing bearer token",
+        kind="Unauthorized",
     ),
     Case(
         "wrong-token",
@@ -165,13 +170,30 @@ CASES = [
         headers={"WWW-Authenticate": "Bearer"},
         message="wrong bearer token",
     ),
-    Case("unknown-path", 404, lambda s: {"method": "GET", "path": "/nope"}, message="Not Found"),
+    Case(
+        "another-scheme",
+        401,
+        lambda s: {
+            "method": "GET",
+            "path": "/program",
+            "headers": {"Authorization": f"Basic {TOKEN}"},
+        },
+        message="wrong bearer token",
+    ),
+    Case(
+        "unknown-path",
+        404,
+        lambda s: {"method": "GET", "path": "/nope"},
+        message="Not Found",
+        kind="HTTPError",
+    ),
     Case(
         "wrong-method",
         405,
         lambda s: {"method": "GET", "path": "/rollout"},
         headers={"Allow": "POST"},
         message="Method Not Allowed",
+        kind="HTTPError",
     ),
     Case(
         "rate-limited",
@@ -180,9 +202,17 @@ CASES = [
         SDKS,
         {"Retry-After": "7"},
         "rate limited by the test",
+        "Retryable",
     ),
     Case("unavailable", 503, _seed("unavailable"), SDKS, {"Retry-After": "3"}, "warming up"),
-    Case("provider-429", 429, _seed("provider-429"), SDKS, {"Retry-After": "5"}),
+    Case(
+        "provider-429",
+        429,
+        _seed("provider-429"),
+        SDKS,
+        {"Retry-After": "5"},
+        kind="RateLimitError",
+    ),
     Case("provider-5xx", 503, _seed("provider-5xx"), SDKS, {"Retry-After": None}),
     Case("connection-refused", 503, _seed("connection"), SDKS, {"Retry-After": None}),
     Case("target-crash", 500, _seed("crash"), SDKS, message="the agent crashed"),
@@ -193,9 +223,34 @@ CASES = [
         ("node-readme",),
         {"Retry-After": "4"},
     ),
-    # user-error: 422 in the Python SDK needs branch h13-sdk (see the module docstring)
-    Case("user-error-bad-return-type", 422, _seed("bad-type"), SDKS, message="returned"),
-    Case("user-error-row-without-label", 422, _seed("no-label"), SDKS, message="expected"),
+    Case(
+        "bad-return-type",
+        422,
+        _seed("bad-type"),
+        SDKS,
+        {"Retry-After": None},
+        "returned",
+        "BadTargetResult",
+    ),
+    Case(
+        "row-without-label", 422, _seed("no-label"), SDKS, message="expected", kind="MissingLabel"
+    ),
+    Case(
+        "candidate-misuse",
+        422,
+        _seed("candidate-misuse"),
+        SDKS,
+        message="candidate.template needs a target declared with",
+        kind="CandidateMisuse",
+    ),
+    Case(
+        "user-mistake-of-the-agent",
+        422,
+        _seed("user-mistake"),
+        SDKS,
+        message="seed 'user-mistake' has no rubric; add a rubric column",
+        kind="MissingRubric",
+    ),
 ]
 
 
@@ -211,6 +266,8 @@ def test_the_same_mistake_gets_the_same_answer(
     assert answer.status_code == case.status, answer.text
     _validate(schemas, "ErrorBody", answer.json())
     assert case.message in answer.json()["error"]["message"]
+    if case.kind is not None:
+        assert answer.json()["error"]["type"] == case.kind
     for header, value in case.headers.items():
         assert answer.headers.get(header) == value, header
 
@@ -227,10 +284,22 @@ def test_template_rows_missing_a_field_are_422_and_broken_demos_score_zero(
     assert answer.status_code == 200
     _validate(schemas, "RolloutResponse", answer.json())
     assert answer.json()["reward"] == 0.0 and "demos" in answer.json()["feedback"]
-    # user-error: 422 in the Python SDK needs branch h13-sdk (see the module docstring)
     missing = _send(
         server, "POST", "/rollout", json=_rollout(server, seed="t-missing"), headers=_auth()
     )
     assert missing.status_code == 422, missing.text
     _validate(schemas, "ErrorBody", missing.json())
-    assert "question" in missing.json()["error"]["message"]
+    assert missing.json()["error"]["type"] == "TemplateMismatch"
+    assert missing.json()["error"]["message"] == (
+        "seed 't-missing': user_template 'Question: {question}' needs field(s) question but the "
+        "row's input has: query; add the field(s) to the row's input or change the template's "
+        "placeholders"
+    )
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_the_bearer_scheme_is_case_insensitive(name: str, start: Callable[[str], Server]) -> None:
+    server = start(name)
+    for header in (f"bearer {TOKEN}", f"BEARER  {TOKEN}"):
+        answer = _send(server, "GET", "/program", headers={"Authorization": header})
+        assert answer.status_code == 200, header

@@ -12,10 +12,10 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import type { AddressInfo } from "node:net";
 
 import { RequestRejected } from "./errors.js";
-import { errorBody, faultOf, faultStatus } from "./faults.js";
+import { errorBody, errorKind, faultOf, faultStatus } from "./faults.js";
 import { buildServedProgram, type ServedProgram, type ServeOptions } from "./program.js";
 import { parseRolloutRequest, PROTOCOL, type RolloutRequest } from "./protocol.js";
-import { pyRepr } from "./python.js";
+import { pyRepr, pyStrip } from "./python.js";
 import { runRollout } from "./rollout.js";
 import type { Target } from "./target.js";
 
@@ -70,16 +70,20 @@ export async function createContainer(target: Target, options: ContainerOptions 
 
 /** The request handler of a served program, to mount in a server of your own. */
 export function createHandler(served: ServedProgram, options: ContainerOptions = {}): Handler {
-  const expectedAuth = options.token ? digest(`Bearer ${options.token}`) : null;
+  const expectedAuth = options.token ? digest(options.token) : null;
   const limit = options.maxBodyBytes ?? 1_000_000;
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
   const healthBody = { status: "ok", protocol: PROTOCOL };
 
   const authorize = (req: IncomingMessage): void => {
     if (expectedAuth === null) return;
-    const given = req.headers.authorization ?? "";
-    if (!timingSafeEqual(digest(given), expectedAuth)) {
-      throw new RequestRejected(401, "Unauthorized", `${given ? "wrong" : "missing"} bearer token; send Authorization: Bearer <token>`, {
+    const header = req.headers.authorization ?? "";
+    const space = header.indexOf(" ");
+    const [scheme, credentials] = space < 0 ? [header, ""] : [header.slice(0, space), header.slice(space + 1)];
+    // The scheme is case-insensitive (RFC 7235): "bearer x" is as good as "Bearer x".
+    const given = scheme.toLowerCase() === "bearer" ? pyStrip(credentials) : "";
+    if (!(given && timingSafeEqual(digest(given), expectedAuth))) {
+      throw new RequestRejected(401, "Unauthorized", `${header ? "wrong" : "missing"} bearer token; send Authorization: Bearer <token>`, {
         "WWW-Authenticate": "Bearer",
       });
     }
@@ -195,10 +199,13 @@ function parse(body: Buffer): RolloutRequest {
   return parsed;
 }
 
+/** A crash with its stack; a user mistake or a retryable fault in one line. */
 function logFault(log: (line: string) => void, targetId: string, err: unknown): void {
   const status = faultStatus(err)[0];
-  if (status === 500) log(`rollout of ${pyRepr(targetId)} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  else if (status >= 429) log(`rollout of ${pyRepr(targetId)}: retryable fault ${status}: ${err instanceof Error ? err.message : String(err)}`);
+  const message = err instanceof Error ? err.message : String(err);
+  if (status === 500) log(`rollout of ${pyRepr(targetId)} failed: ${err instanceof Error ? (err.stack ?? message) : message}`);
+  else if (status < 500 && status !== 429) log(`rollout of ${pyRepr(targetId)} refused (${status} ${errorKind(err)}): ${message}`);
+  else log(`rollout of ${pyRepr(targetId)}: retryable fault ${status}: ${message}`);
 }
 
 function sendFault(res: ServerResponse, err: unknown): void {

@@ -6,7 +6,8 @@
  * Every flag has an environment variable: `GEPA_DATASET`, `GEPA_VERIFIER`, `GEPA_SPLITS_FILE`,
  * `GEPA_CONTAINER_HOST`, `GEPA_CONTAINER_PORT` and `GEPA_CONTAINER_TOKEN`. Once the socket
  * listens, one line `serving <id> on http://host:port` goes to stdout (with the real port when
- * `--port 0`). Exit codes: 2 with a message for a mistake in flags, files or the agent; 0 when
+ * `--port 0`). What the program warns about (an empty holdout split, rows every rollout would
+ * refuse) goes to stderr first, one `warning:` line each. Exit codes: 2 with a message for a mistake in flags, files or the agent; 0 when
  * stopped by SIGTERM/SIGINT.
  */
 
@@ -92,7 +93,7 @@ async function serve(spec: string, flags: Flags, env: NodeJS.ProcessEnv): Promis
     token: flags.token ?? env["GEPA_CONTAINER_TOKEN"] ?? null,
     maxBodyBytes,
   });
-  warnOnEmptyHoldout(container.served.program.seeds.holdout.length);
+  for (const warning of container.served.warnings) process.stderr.write(`warning: ${target.id}: ${warning}\n`);
   let url: string;
   try {
     url = await container.listen(port, host);
@@ -110,15 +111,6 @@ function integer(flag: string, raw: string, max: number): number {
   const value = Number(raw);
   if (value > max) throw new UserError(`${flag} must be in 0..${max}, got ${value}`);
   return value;
-}
-
-function warnOnEmptyHoldout(holdout: number): void {
-  if (holdout === 0) {
-    process.stderr.write(
-      "warning: the holdout split is empty: the optimizer cannot measure a lift; " +
-        "add holdout rows (a splits file, a holdout.* file, or more rows for the default split)\n",
-    );
-  }
 }
 
 function stopSignal(): Promise<void> {

@@ -9,38 +9,46 @@
 const EOL = Symbol("end of line");
 type State = "startRecord" | "startField" | "inField" | "inQuoted" | "quoteInQuoted" | "eatCrnl";
 
-/** One parsed record: its fields, and whether it had more values than the header. */
+/** One parsed row: its fields, whether it had more values than the header, its last line. */
 export interface CsvRow {
   values: Record<string, string | null>;
   extra: boolean;
+  /** The line the row ends on, counting from 1 (Python's `reader.line_num`). */
+  line: number;
 }
 
 /** The header-keyed rows of a CSV text, blank lines skipped (as `csv.DictReader`). */
 export function parseCsvRows(text: string): CsvRow[] {
-  const records = parseCsv(text);
+  const records = parseRecords(text);
   if (records.length === 0) return [];
-  const header = records[0]!;
-  return records.slice(1).filter((r) => r.length > 0).map((record) => {
+  const header = records[0]!.fields;
+  return records.slice(1).filter((r) => r.fields.length > 0).map(({ fields, line }) => {
     const values: Record<string, string | null> = {};
     header.forEach((column, i) => {
-      values[column] = i < record.length ? record[i]! : null;
+      values[column] = i < fields.length ? fields[i]! : null;
     });
-    return { values, extra: record.length > header.length };
+    return { values, extra: fields.length > header.length, line };
   });
 }
 
 /** Every record of a CSV text as a list of fields; a blank line is an empty record. */
 export function parseCsv(text: string): string[][] {
+  return parseRecords(text).map((r) => r.fields);
+}
+
+function parseRecords(text: string): { fields: string[]; line: number }[] {
   const reader = new Reader();
-  const records: string[][] = [];
-  for (const line of splitLines(text)) {
-    for (const ch of line) reader.step(ch);
+  const records: { fields: string[]; line: number }[] = [];
+  let line = 0;
+  for (const chunk of splitLines(text)) {
+    line += 1;
+    for (const ch of chunk) reader.step(ch);
     reader.step(EOL);
-    if (reader.state === "startRecord") records.push(reader.take());
+    if (reader.state === "startRecord") records.push({ fields: reader.take(), line });
   }
   if (reader.field !== "" || reader.state === "inQuoted") {
     reader.saveField(); // the data ended inside a quoted field: keep what was read
-    records.push(reader.take());
+    records.push({ fields: reader.take(), line });
   }
   return records;
 }

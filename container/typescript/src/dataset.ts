@@ -5,7 +5,8 @@
  *
  * Column mapping (the first column present wins, the rest go to `metadata`):
  * - name: `name` | `id`; otherwise `<file stem>-<row index, 5 digits>`
- * - input: `input` | `text` | `question` | `query` | `prompt` (required)
+ * - input: `input` | `text` | `question` | `query` | `prompt` (required: a row whose input is
+ *   missing, null, blank or empty is refused with its row number, never served)
  * - expected: `expected` | `label` | `answer` | `category` | `output` | `target`
  * - instruction: `instruction` (optional)
  *
@@ -19,7 +20,7 @@ import { basename, join } from "node:path";
 
 import { parseCsvRows } from "./csv.js";
 import { UserError } from "./errors.js";
-import { compareCodePoints, isPlainObject, pyStr, pySplitLines, pyStrip, typeName } from "./python.js";
+import { compareCodePoints, isPlainObject, pyRepr, pyStr, pySplitLines, pyStrip, typeName } from "./python.js";
 import type { SplitName, Task } from "./task.js";
 
 export const NAME_COLUMNS = ["name", "id"] as const;
@@ -80,7 +81,7 @@ export function loadDataset(path: string): Dataset {
   const tasks: Task[] = [];
   const fileSplits: Partial<Record<SplitName, string[]>> = {};
   for (const file of files) {
-    const rows = readRows(file).map((row, i) => toTask(file, i, row));
+    const rows = readRows(file).map(([where, row], i) => toTask(file, i, where, row));
     tasks.push(...rows);
     const split = splitOf.get(file);
     if (isDir && split) (fileSplits[split] ??= []).push(...rows.map((t) => t.name));
@@ -145,19 +146,23 @@ export function stem(path: string): string {
   return s ? name.slice(0, -s.length) : name;
 }
 
-function readRows(file: string): Record<string, unknown>[] {
+/** `[where, row]` pairs; `where` says how to find the row in the file. */
+function readRows(file: string): [string, Record<string, unknown>][] {
   const text = readText(file);
   const kind = suffix(file).toLowerCase();
   if (kind === ".csv") {
     return parseCsvRows(text).map((row, i) => {
-      if (row.extra) throw new UserError(`dataset file ${file}, row ${i}: more values than header columns`);
-      return row.values;
+      const where = `row ${i + 1} (line ${row.line})`;
+      if (row.extra) throw new UserError(`dataset file ${file}, ${where}: more values than header columns`);
+      return [where, row.values];
     });
   }
   if (kind === ".jsonl") {
-    const rows: Record<string, unknown>[] = [];
+    const rows: [string, Record<string, unknown>][] = [];
     pySplitLines(text).forEach((line, i) => {
-      if (pyStrip(line)) rows.push(object(file, parseJson(file, line, `line ${i + 1}`), `line ${i + 1}`));
+      if (!pyStrip(line)) return;
+      const where = `row ${rows.length + 1} (line ${i + 1})`;
+      rows.push([where, object(file, parseJson(file, line, where), where)]);
     });
     return rows;
   }
@@ -165,7 +170,7 @@ function readRows(file: string): Record<string, unknown>[] {
   if (!Array.isArray(data)) {
     throw new UserError(`dataset file ${file} must hold a JSON list of objects, got ${typeName(data)}`);
   }
-  return data.map((item, i) => object(file, item, `item ${i}`));
+  return data.map((item, i) => [`item ${i}`, object(file, item, `item ${i}`)]);
 }
 
 function readText(file: string): string {
@@ -192,29 +197,47 @@ function object(file: string, value: unknown, where: string): Record<string, unk
   return value;
 }
 
-function toTask(file: string, index: number, row: Record<string, unknown>): Task {
+function toTask(file: string, index: number, where: string, row: Record<string, unknown>): Task {
   const rest: Record<string, unknown> = { ...row };
   let name = popFirst(rest, NAME_COLUMNS);
   if (name === null || name === undefined || pyStr(name) === "") name = `${stem(file)}-${String(index).padStart(5, "0")}`;
-  if (!INPUT_COLUMNS.some((c) => c in rest)) {
+  const column = INPUT_COLUMNS.find((c) => c in rest);
+  if (column === undefined) {
     const found = Object.keys(row).join(", ") || "no columns";
     throw new UserError(
-      `dataset file ${file}, row ${index}: no input column; expected one of ` +
+      `dataset file ${file}, ${where}: no input column; expected one of ` +
         `${INPUT_COLUMNS.join(", ")}, found: ${found}`,
     );
   }
-  const input = popFirst(rest, INPUT_COLUMNS);
+  const input = rest[column];
+  delete rest[column];
+  const missing = missingInput(input);
+  if (missing !== null) {
+    throw new UserError(
+      `dataset file ${file}, ${where} (seed ${pyRepr(pyStr(name))}): its input column ${pyRepr(column)} ` +
+        `is ${missing}; every row needs an input for the agent to work on: fill it in or remove the row`,
+    );
+  }
   const expected = popFirst(rest, EXPECTED_COLUMNS);
   const instruction = "instruction" in rest ? rest["instruction"] : "";
   delete rest["instruction"];
   return Object.freeze({
     name: pyStr(name),
-    input: input ?? null,
+    input,
     expected: expected ?? null,
     instruction: instruction === null || instruction === undefined ? "" : pyStr(instruction),
     metadata: rest,
     split: null,
   });
+}
+
+/** How an input is missing (null, a blank string, an empty list or object), or `null` if it is not. */
+function missingInput(value: unknown): string | null {
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "string") return value === "" ? "empty" : pyStrip(value) === "" ? "blank" : null;
+  if (Array.isArray(value)) return value.length === 0 ? "an empty list" : null;
+  if (isPlainObject(value)) return Object.keys(value).length === 0 ? "an empty object" : null;
+  return null;
 }
 
 function popFirst(row: Record<string, unknown>, columns: readonly string[]): unknown {

@@ -3,6 +3,7 @@
  *
  *     GepaContainerError
  *     ├── UserError          a mistake the user must fix; the message names the field and the fix
+ *     │   ├── UserMistake    one with a kind (`MissingLabel`, ...): the error body's `type`
  *     │   └── TemplateError  a prompt template that cannot be built or rendered
  *     ├── Retryable          thrown by a target: "infrastructure fault, try again" (429/503)
  *     └── RequestRejected    the request is the caller's fault: answered with its 4xx status
@@ -10,6 +11,7 @@
  * A UserError thrown while serving a rollout (a row that cannot be rendered or scored, a
  * target returning the wrong type) is answered 422: it is deterministic, so retrying it would
  * only re-run the agent. Anything else a target throws that is not a provider fault is a 500.
+ * Which mistake gives which status: docs/container-errors.md in the repository.
  */
 
 /** Base of every error the SDK throws on purpose. */
@@ -22,6 +24,21 @@ export class GepaContainerError extends Error {
 
 /** Bad configuration or input. The message names the field and the fix. */
 export class UserError extends GepaContainerError {}
+
+/**
+ * A mistake every retry would repeat, answered 422 with `kind` as the error type. The SDK's
+ * kinds are `TemplateMismatch`, `MissingLabel`, `BadLabel`, `BadTargetResult`, `BadScore` and
+ * `CandidateMisuse`; throw one with your own kind for a row your target or verifier cannot
+ * work on: `throw new UserMistake("MissingRubric", "seed 'x' has no rubric; add one")`.
+ */
+export class UserMistake extends UserError {
+  readonly kind: string;
+
+  constructor(kind: string, message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
 
 /** A prompt template that cannot be built or rendered. */
 export class TemplateError extends UserError {}

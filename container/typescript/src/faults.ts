@@ -3,8 +3,9 @@
  * `{"error": {"type", "message"}}`, as the Python SDK maps them (container/faults.py).
  *
  * - `RequestRejected`: its own 4xx (unknown seed, missing component, bad body, token).
- * - `UserError` (a row that cannot be rendered or scored, a bad return type): 422. It is
- *   deterministic: retrying would only re-run the agent and end in the same mistake.
+ * - `UserError` (a row that cannot be rendered or scored, a bad return type): 422, typed by
+ *   the `UserMistake`'s kind. It is deterministic: retrying would only re-run the agent and
+ *   end in the same mistake.
  * - `Retryable`: 429 when `rateLimited`, else 503, with `Retry-After` when known.
  * - Provider faults, recognized by shape so that no client library is needed: an error with
  *   `status`/`statusCode` 429 (OpenAI's `RateLimitError`, the Vercel AI SDK's `APICallError`)
@@ -14,7 +15,7 @@
  * - Anything else: 500 naming the error, never a made-up reward.
  */
 
-import { RequestRejected, Retryable, UserError } from "./errors.js";
+import { RequestRejected, Retryable, UserError, UserMistake } from "./errors.js";
 import type { ErrorBody } from "./protocol.js";
 
 /** What to answer: status, error body and headers. */
@@ -43,7 +44,7 @@ export function faultOf(err: unknown): Fault {
   const [status, retryAfter] = faultStatus(err);
   const headers: Record<string, string> = err instanceof RequestRejected ? { ...err.headers } : {};
   if (retryAfter !== null) headers["Retry-After"] = retryAfter;
-  const kind = err instanceof RequestRejected ? err.kind : errorName(err);
+  const kind = errorKind(err);
   const message = err instanceof Error ? err.message : String(err);
   return { status, body: errorBody(kind, message || kind), headers };
 }
@@ -53,7 +54,9 @@ export function errorBody(type: string, message: string): ErrorBody {
   return { error: { type, message } };
 }
 
-function errorName(err: unknown): string {
+/** The error body's `type`: the mistake's kind, else the error's class name. */
+export function errorKind(err: unknown): string {
+  if (err instanceof RequestRejected || err instanceof UserMistake) return err.kind;
   if (err instanceof Error) return err.name && err.name !== "Error" ? err.name : (err.constructor?.name ?? "Error");
   return typeof err === "object" && err !== null ? (err.constructor?.name ?? "Error") : "Error";
 }

@@ -14,7 +14,7 @@
 
 export { Container, createContainer, createHandler, type ContainerOptions } from "./app.js";
 export { Dataset, loadDataset } from "./dataset.js";
-export { GepaContainerError, RequestRejected, Retryable, TemplateError, UserError, type RetryableOptions } from "./errors.js";
+export { GepaContainerError, RequestRejected, Retryable, TemplateError, UserError, UserMistake, type RetryableOptions } from "./errors.js";
 export { faultStatus } from "./faults.js";
 export { computeFingerprint } from "./fingerprint.js";
 export { loadTarget } from "./loader.js";

@@ -1,5 +1,6 @@
 /** One served program: a target with its dataset, splits and verifier, and its `GET /program` body. */
 
+import { servedWarnings } from "./checks.js";
 import { Dataset, loadDataset } from "./dataset.js";
 import { UserError } from "./errors.js";
 import { computeFingerprint } from "./fingerprint.js";
@@ -10,13 +11,18 @@ import { componentDescription, type Target } from "./target.js";
 import { DEMOS_COMPONENT, SYSTEM_COMPONENT } from "./template.js";
 import { loadVerifier, type Verifier, type VerifierLike } from "./verifiers.js";
 
-/** Everything a container needs to answer `/program` and `/rollout`. */
+/**
+ * Everything a container needs to answer `/program` and `/rollout`. `warnings` are what the
+ * user should hear before optimizing (an empty holdout split, rows that every rollout would
+ * refuse): printed at start, served as `metadata.warnings`.
+ */
 export interface ServedProgram {
   readonly target: Target;
   readonly dataset: Dataset;
   readonly splits: Splits;
   readonly verifier: Verifier;
   readonly program: Program;
+  readonly warnings: readonly string[];
 }
 
 /** What to serve a target with; each defaults to the target's own, as in the Python SDK. */
@@ -38,6 +44,7 @@ export async function buildServedProgram(target: Target, options: ServeOptions =
   const dataset = source instanceof Dataset ? source : loadDataset(source);
   const splits = typeof options.splits === "object" && options.splits !== null ? options.splits : loadSplits(dataset, options.splits);
   const verifier = await loadVerifier(options.verifier ?? target.verifier);
+  const warnings = servedWarnings(dataset, splits, verifier, target.template);
   const program: Program = {
     protocol: PROTOCOL,
     program_id: target.id,
@@ -51,12 +58,12 @@ export async function buildServedProgram(target: Target, options: ServeOptions =
     })),
     seeds: { train: [...splits.train], val: [...splits.val], holdout: [...splits.holdout] },
     objectives: ["reward"],
-    metadata: metadata(target, dataset.size, verifier.name),
+    metadata: metadata(target, dataset.size, verifier.name, warnings),
   };
-  return Object.freeze({ target, dataset, splits, verifier, program });
+  return Object.freeze({ target, dataset, splits, verifier, program, warnings: Object.freeze(warnings) });
 }
 
-function metadata(target: Target, size: number, verifier: string): Record<string, unknown> {
+function metadata(target: Target, size: number, verifier: string, warnings: string[]): Record<string, unknown> {
   const data: Record<string, unknown> = { dataset_size: size, verifier };
   if (target.template !== null) {
     data["template"] = {
@@ -65,5 +72,6 @@ function metadata(target: Target, size: number, verifier: string): Record<string
       demos_component: DEMOS_COMPONENT,
     };
   }
+  if (warnings.length > 0) data["warnings"] = warnings;
   return data;
 }

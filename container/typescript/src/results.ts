@@ -3,12 +3,13 @@
  *
  * A target may return an `AgentResult`, a string (the output) or a plain object with
  * AgentResult fields; a verifier a `Score`, a `{score, feedback}` object, a `[score, feedback]`
- * pair, a number in [0, 1] or a boolean. Anything else is a `UserError` that names the type
- * that came back and the shapes allowed: the container answers 422, never a retried 5xx.
+ * pair, a number in [0, 1] or a boolean. Anything else is a `UserMistake` (`BadTargetResult`,
+ * `BadScore`) that names the type that came back and the shapes allowed: the container
+ * answers 422, never a retried 5xx.
  */
 
-import { UserError } from "./errors.js";
-import { isPlainObject, typeName } from "./python.js";
+import { UserError, UserMistake } from "./errors.js";
+import { isPlainObject, pyRepr, typeName } from "./python.js";
 
 /** Token counts of one target call. */
 export interface AgentUsage {
@@ -89,22 +90,31 @@ export function coerceResult(value: unknown, targetId: string): AgentResult {
   if (isPlainObject(value)) {
     const problems = resultProblems(value);
     if (problems.length > 0) {
-      throw new UserError(
-        `target '${targetId}' returned an object that is not a valid AgentResult: ${problems.join("; ")}`,
+      throw new UserMistake(
+        "BadTargetResult",
+        `target ${pyRepr(targetId)} returned an object that is not a valid AgentResult: ${problems.join("; ")}; ` +
+          "return AgentResult fields (at least 'output')",
       );
     }
     return new AgentResult(value as unknown as AgentResultInit);
   }
-  throw new UserError(
-    `target '${targetId}' returned ${typeName(value)}; return an AgentResult, a string, ` +
+  throw new UserMistake(
+    "BadTargetResult",
+    `target ${pyRepr(targetId)} returned ${typeName(value)}; return an AgentResult, a string, ` +
       "or a plain object with AgentResult fields (at least 'output')",
   );
 }
 
 /** A `Score` from what a verifier returned. */
 export function coerceScore(value: unknown, verifier: string): Score {
+  if (value instanceof Score) return value;
+  if (Array.isArray(value) && value.length === 2 && typeof value[0] !== "number") {
+    throw new UserMistake(
+      "BadScore",
+      `verifier ${pyRepr(verifier)} returned a score of type ${typeName(value[0])}; a score must be a number in [0, 1]`,
+    );
+  }
   try {
-    if (value instanceof Score) return value;
     if (isPlainObject(value)) {
       const extra = Object.keys(value).filter((k) => k !== "score" && k !== "feedback");
       if (extra.length > 0) throw new UserError(`${extra[0]}: unknown field; a score has score and feedback`);
@@ -114,18 +124,19 @@ export function coerceScore(value: unknown, verifier: string): Score {
       }
       return new Score(value["score"], (value["feedback"] as string | undefined) ?? "");
     }
-    if (Array.isArray(value) && value.length === 2) {
-      if (typeof value[0] !== "number") throw new UserError(`a score must be a number, got ${typeName(value[0])}`);
-      return new Score(value[0], String(value[1]));
-    }
+    if (Array.isArray(value) && value.length === 2) return new Score(value[0] as number, String(value[1]));
     if (typeof value === "number") return new Score(value);
     if (typeof value === "boolean") return new Score(value ? 1 : 0);
   } catch (err) {
-    if (err instanceof UserError) throw new UserError(`verifier '${verifier}' returned an invalid score: ${err.message}`);
-    throw err;
+    if (!(err instanceof UserError)) throw err;
+    throw new UserMistake(
+      "BadScore",
+      `verifier ${pyRepr(verifier)} returned an invalid score: ${err.message}; return a finite score in [0, 1]`,
+    );
   }
-  throw new UserError(
-    `verifier '${verifier}' returned ${typeName(value)}; return a Score, ` +
+  throw new UserMistake(
+    "BadScore",
+    `verifier ${pyRepr(verifier)} returned ${typeName(value)}; return a Score, ` +
       "a [score, feedback] pair, or a number in [0, 1]",
   );
 }

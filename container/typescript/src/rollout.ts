@@ -2,6 +2,7 @@
 
 import { performance } from "node:perf_hooks";
 
+import { checkRowFits } from "./checks.js";
 import { RequestRejected, TemplateError } from "./errors.js";
 import type { ServedProgram } from "./program.js";
 import type { RolloutRequest, RolloutResponse } from "./protocol.js";
@@ -14,13 +15,16 @@ import type { PromptTemplate } from "./template.js";
 /**
  * Run and score one rollout; caller faults throw `RequestRejected` (404/422).
  *
- * A template candidate whose `demos` component does not parse, or holds a demo whose input
- * does not fit the user template, is not run: it scores 0 with feedback saying why (a broken
- * prompt is the candidate's failure, not an infrastructure fault to retry).
+ * A row that cannot be rendered (its input lacks a field of the user template) throws
+ * `UserMistake` (422) before the target runs: no candidate can fix it. A template candidate
+ * whose `demos` component does not parse, or holds a demo whose input does not fit the user
+ * template, is not run: it scores 0 with feedback saying why (a broken prompt is the
+ * candidate's failure, not an infrastructure fault to retry).
  */
 export async function runRollout(served: ServedProgram, request: RolloutRequest): Promise<RolloutResponse> {
   const task = resolveTask(served, request);
   const components = resolveComponents(served, request);
+  checkRowFits(served.target.template, task);
   let template: PromptTemplate | null = null;
   if (served.target.template !== null) {
     try {

@@ -1,6 +1,6 @@
 /** What a target receives for one rollout: the {@link Task} (one dataset row) and the {@link Candidate}. */
 
-import { UserError } from "./errors.js";
+import { UserMistake } from "./errors.js";
 import type { PromptTemplate } from "./template.js";
 
 /** `train`, `val` or `holdout`. */
@@ -55,7 +55,8 @@ export class Candidate {
   get text(): string {
     const names = Object.keys(this.components);
     if (names.length !== 1) {
-      throw new UserError(
+      throw new UserMistake(
+        "CandidateMisuse",
         `candidate.text needs a single-component program, this one has ${names.sort().join(", ")}; ` +
           "use candidate.components[name] instead",
       );
@@ -66,7 +67,8 @@ export class Candidate {
   /** The candidate as a prompt template (for targets declared with a `PromptTemplate`). */
   get template(): PromptTemplate {
     if (this.#template === null) {
-      throw new UserError(
+      throw new UserMistake(
+        "CandidateMisuse",
         "candidate.template needs a target declared with optimize({ baseline: new PromptTemplate(...) }); " +
           "this one has plain components",
       );

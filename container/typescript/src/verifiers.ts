@@ -10,13 +10,15 @@
  * `{"type": "contains", "case_sensitive": false}`, `{"type": "regex", "pattern": "...",
  * "ignore_case": false}` (JavaScript RegExp syntax), `{"type": "json_field", "field": "a.b"}`,
  * `{"type": "numeric", "abs_tol": 1e-6, "rel_tol": 0}`. Unknown keys are refused: a typo is a
- * mistake. `llm_judge` is only in the Python SDK; use a function verifier here.
+ * mistake. `llm_judge` is only in the Python SDK; use a function verifier here. A built-in that
+ * compares with the row's expected value throws `UserMistake("MissingLabel")` (422) for a row
+ * without one: every retry would fail the same way.
  */
 
 import { existsSync, readFileSync, statSync } from "node:fs";
 
-import { suffix } from "./dataset.js";
-import { UserError } from "./errors.js";
+import { EXPECTED_COLUMNS, suffix } from "./dataset.js";
+import { UserError, UserMistake } from "./errors.js";
 import { importExport } from "./loader.js";
 import { isPlainObject, PyFloat, pyDumps, pyRepr } from "./python.js";
 import { AgentResult, coerceScore, Score } from "./results.js";
@@ -24,6 +26,7 @@ import type { Task } from "./task.js";
 import { casefold, firstNumber, formatG, isClose, normalizeText, shortText, textOf } from "./text.js";
 
 export const DEFAULT_VERIFIER = "normalized";
+const LABELLED_TYPES = ["exact", "normalized", "contains", "json_field", "numeric"];
 export const BUILTIN_TYPES = ["exact", "normalized", "contains", "regex", "json_field", "numeric"] as const;
 
 /** A user verifier function; it may be async. */
@@ -34,10 +37,15 @@ export type VerifierLike = Verifier | VerifierFn | string | Record<string, unkno
 
 /** A named scoring function. `spec` is what the program fingerprint hashes. */
 export class Verifier {
+  /**
+   * `needsLabel` is true for the built-ins that compare the output with the row's expected
+   * value, so rows without one can be named before any rollout.
+   */
   constructor(
     readonly name: string,
     readonly spec: string,
     readonly fn: VerifierFn,
+    readonly needsLabel = false,
   ) {}
 
   /** Score one rollout; the verifier's return value is coerced to a `Score`. */
@@ -114,7 +122,7 @@ function builtin(data: unknown, where: string): Verifier {
   for (const [key, value] of Object.entries(spec)) {
     canonical[key] = OPTIONS[type]![key]?.[0] === "float" ? new PyFloat(value as number) : value;
   }
-  return new Verifier(type, pyDumps(canonical, { sortKeys: true }), BUILTINS[type]!(spec));
+  return new Verifier(type, pyDumps(canonical, { sortKeys: true }), BUILTINS[type]!(spec), LABELLED_TYPES.includes(type));
 }
 
 /** A validated spec with its defaults filled, or a `UserError` naming every bad field. */
@@ -165,12 +173,18 @@ function semanticProblems(spec: Record<string, unknown>): string[] {
   return [];
 }
 
+/** What to do about rows without an expected value under a `verifier` that needs one. */
+export function missingLabelFix(verifier: string): string {
+  return (
+    `the ${verifier} verifier compares the output with it: add an expected/label/answer ` +
+    `value to the row (the label is read from the first of the columns ${EXPECTED_COLUMNS.join(", ")}; ` +
+    "others are metadata), or pass --verifier with one that needs none (a regex spec, or your own file.js:export)"
+  );
+}
+
 function expectedOf(task: Task, verifier: string): unknown {
   if (task.expected === null || task.expected === undefined) {
-    throw new UserError(
-      `seed ${pyRepr(task.name)} has no expected value; the ${verifier} verifier needs an ` +
-        "expected/label/answer column",
-    );
+    throw new UserMistake("MissingLabel", `seed ${pyRepr(task.name)} has no expected value; ${missingLabelFix(verifier)}`);
   }
   return task.expected;
 }
@@ -208,7 +222,13 @@ const BUILTINS: Record<string, Builder> = {
   json_field: (spec) => (task, result) => jsonField(spec["field"] as string, task, result),
   numeric: (spec) => (task, result) => {
     const expected = firstNumber(expectedOf(task, "numeric"));
-    if (expected === null) throw new UserError(`seed ${pyRepr(task.name)}: expected value ${pyRepr(task.expected)} is not a number`);
+    if (expected === null) {
+      throw new UserMistake(
+        "BadLabel",
+        `seed ${pyRepr(task.name)}: expected value ${pyRepr(task.expected)} is not a number; the ` +
+          "numeric verifier needs a number there (fix the row, or use another verifier)",
+      );
+    }
     const got = firstNumber(result.output);
     const absTol = spec["abs_tol"] as number;
     const relTol = spec["rel_tol"] as number;

@@ -61,6 +61,7 @@ describe("the HTTP container", () => {
   let template: Container;
   let templateUrl: string;
   const logged: string[] = [];
+  let renders = 0;
 
   before(async () => {
     const root = mkdtempSync(join(tmpdir(), "gepa-app-"));
@@ -70,6 +71,7 @@ describe("the HTTP container", () => {
     const registry = new Registry();
     optimize({ id: "app-test", baseline: "Say nothing.", registry }, agent);
     optimize({ id: "tpl", baseline: new PromptTemplate({ systemPrompt: "s", userTemplate: "Q: {question}" }), registry }, (task, candidate) => {
+      renders += 1;
       const messages = candidate.template.render(task.input);
       return { output: messages.at(-1)!.content.endsWith("2+2") ? "4" : "?", messages };
     });
@@ -97,11 +99,20 @@ describe("the HTTP container", () => {
       assert.equal(res.headers.get("www-authenticate"), "Bearer");
       assert.deepEqual(await res.json() as any, { error: { type: "Unauthorized", message: `${word} bearer token; send Authorization: Bearer <token>` } });
     }
+    for (const header of ["bearer s3cret", "BEARER  s3cret"]) {
+      assert.equal((await fetch(`${url}/program`, { headers: { authorization: header } })).status, 200, header);
+    }
+    const basic = await fetch(`${url}/program`, { headers: { authorization: "Basic s3cret" } });
+    assert.deepEqual([basic.status, (await basic.json() as any).error.message.split(";")[0]], [401, "wrong bearer token"]);
     const program = await (await fetch(`${url}/program`, { headers: auth })).json() as any;
     assert.equal(program.program_id, "app-test");
     assert.match(program.fingerprint, /^[0-9a-f]{64}$/);
     assert.deepEqual(program.components, [{ name: "system_prompt", kind: "prompt", description: "", text: "Say nothing." }]);
-    assert.deepEqual(program.metadata, { dataset_size: ROWS.length, verifier: "normalized" });
+    assert.deepEqual(Object.keys(program.metadata), ["dataset_size", "verifier", "warnings"]);
+    assert.deepEqual([program.metadata.dataset_size, program.metadata.verifier], [ROWS.length, "normalized"]);
+    const [holdout, labels] = program.metadata.warnings;
+    assert.match(holdout, /^the holdout split is empty, so no lift can be measured/);
+    assert.match(labels, /^1 of 9 served seeds have no expected value \(nolabel\); their rollouts answer 422: the normalized verifier/);
   });
 
   test("a rollout runs the target and scores it", async () => {
@@ -178,10 +189,15 @@ describe("the HTTP container", () => {
   test("user mistakes are 422 with the field and the fix; a crash is a 500 that is logged", async () => {
     const int = await rollout("int");
     assert.equal(int.status, 422);
-    assert.match((await int.json() as any).error.message, /target 'app-test' returned number; return an AgentResult, a string, or a plain object/);
+    const intError = (await int.json() as any).error;
+    assert.equal(intError.type, "BadTargetResult");
+    assert.match(intError.message, /target 'app-test' returned number; return an AgentResult, a string, or a plain object/);
     const nolabel = await rollout("nolabel");
     assert.equal(nolabel.status, 422);
-    assert.match((await nolabel.json() as any).error.message, /seed 'nolabel' has no expected value; the normalized verifier needs an expected\/label\/answer column/);
+    const labelError = (await nolabel.json() as any).error;
+    assert.equal(labelError.type, "MissingLabel");
+    assert.match(labelError.message, /seed 'nolabel' has no expected value; the normalized verifier compares the output with it: add an expected\/label\/answer value/);
+    assert.ok(logged.some((l) => l.startsWith("rollout of 'app-test' refused (422 MissingLabel): seed 'nolabel'")));
     const crash = await rollout("crash");
     assert.equal(crash.status, 500);
     assert.deepEqual((await crash.json() as any).error, { type: "TypeError", message: "cannot read property of undefined" });
@@ -195,9 +211,12 @@ describe("the HTTP container", () => {
     const missing = await post("q2");
     assert.equal(missing.status, 422);
     assert.deepEqual((await missing.json() as any).error, {
-      type: "TemplateError",
-      message: "user_template 'Q: {question}' needs field(s) question but the input has: query; change the template's placeholders or the input's fields",
+      type: "TemplateMismatch",
+      message:
+        "seed 'q2': user_template 'Q: {question}' needs field(s) question but the row's input has: query; " +
+        "add the field(s) to the row's input or change the template's placeholders",
     });
+    assert.equal(renders, 1, "the target never ran on the row it cannot render");
     const broken = await post("q1", "not json");
     assert.equal(broken.status, 200);
     const body = await broken.json() as any;

@@ -37,10 +37,15 @@ test("CSV with a byte-order mark, JSON lists and folders of split files", () => 
 
 test("mistakes name the file, the row and the fix", () => {
   const cases: [Record<string, string>, RegExp][] = [
-    [{ "a.jsonl": '{"label": "x"}\n' }, /a\.jsonl, row 0: no input column; expected one of input, text/],
-    [{ "a.jsonl": '{"text": "x"}\n{oops\n' }, /a\.jsonl, line 2: invalid JSON/],
+    [{ "a.jsonl": '{"label": "x"}\n' }, /a\.jsonl, row 1 \(line 1\): no input column; expected one of input, text/],
+    [{ "a.jsonl": '{"text": "x"}\n\n{oops\n' }, /a\.jsonl, row 2 \(line 3\): invalid JSON/],
     [{ "a.json": '{"text": "x"}' }, /must hold a JSON list of objects, got object/],
-    [{ "a.csv": "text\nx,y\n" }, /row 0: more values than header columns/],
+    [{ "a.csv": 'text\n"two\nlines"\nx,y\n' }, /row 2 \(line 4\): more values than header columns/],
+    [{ "a.csv": "id,text\nr1,hello\nr2,  \n" }, /a\.csv, row 2 \(line 3\) \(seed 'r2'\): its input column 'text' is blank; every row needs an input for the agent to work on: fill it in or remove the row/],
+    [{ "a.jsonl": '{"input": null}\n' }, /row 1 \(line 1\) \(seed 'a-00000'\): its input column 'input' is null/],
+    [{ "a.json": '[{"question": []}]' }, /item 0 \(seed 'a-00000'\): its input column 'question' is an empty list/],
+    [{ "a.jsonl": '{"prompt": {}}\n' }, /its input column 'prompt' is an empty object/],
+    [{ "a.jsonl": '{"text": ""}\n' }, /its input column 'text' is empty/],
     [{ "a.jsonl": '{"name": "n", "text": "x"}\n{"name": "n", "text": "y"}\n' }, /duplicate row names: n; names .* must be unique/],
   ];
   for (const [files, message] of cases) {

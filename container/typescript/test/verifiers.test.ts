@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { UserError } from "../src/errors.js";
+import { UserMistake } from "../src/errors.js";
 import { AgentResult, Score } from "../src/results.js";
 import type { Task } from "../src/task.js";
 import { formatG, normalizeText } from "../src/text.js";
@@ -45,8 +45,17 @@ test("Python's :g format", () => {
   assert.deepEqual([1e-6, 0, 1234567, 0.5, 1e-5, 100000, 123456.7].map(formatG), ["1e-06", "0", "1.23457e+06", "0.5", "1e-05", "100000", "123457"]);
 });
 
-test("a row with no label under a label verifier is a UserError naming the seed and the column", async () => {
-  await assert.rejects(score(undefined, null, "x"), (err: unknown) => err instanceof UserError && /seed 's1' has no expected value; the normalized verifier needs an expected\/label\/answer column/.test(err.message));
+test("a row with no label, or a label numeric cannot read, is a UserMistake naming the seed and the fix", async () => {
+  await assert.rejects(
+    score(undefined, null, "x"),
+    (err: unknown) =>
+      err instanceof UserMistake &&
+      err.kind === "MissingLabel" &&
+      /^seed 's1' has no expected value; the normalized verifier compares the output with it: add an expected\/label\/answer value to the row \(the label is read from the first of the columns expected, label, answer, category, output, target/.test(err.message),
+  );
+  await assert.rejects(score({ type: "numeric" }, "two", "2"), (err: unknown) => err instanceof UserMistake && err.kind === "BadLabel" && /expected value 'two' is not a number; the numeric verifier needs a number there/.test(err.message));
+  assert.equal((await loadVerifier({ type: "regex", pattern: "x" })).needsLabel, false);
+  assert.equal((await loadVerifier("contains")).needsLabel, true);
 });
 
 test("specs are validated: unknown type, unknown option, wrong type, bad pattern", async () => {
@@ -78,7 +87,10 @@ test("function verifiers may return a Score, a pair, a number, a boolean or a pr
   const bad = await loadVerifier(function judge() {
     return 7;
   });
-  await assert.rejects(bad.score(task("x"), new AgentResult({ output: "x" })), /verifier 'judge' returned an invalid score: score: must be a finite number in \[0, 1\], got 7/);
+  const isBadScore = (message: RegExp) => (err: unknown) => err instanceof UserMistake && err.kind === "BadScore" && message.test(err.message);
+  await assert.rejects(bad.score(task("x"), new AgentResult({ output: "x" })), isBadScore(/verifier 'judge' returned an invalid score: score: must be a finite number in \[0, 1\], got 7; return a finite score in \[0, 1\]/));
   const wrong = await loadVerifier(() => "yes");
-  await assert.rejects(wrong.score(task("x"), new AgentResult({ output: "x" })), /returned string; return a Score, a \[score, feedback\] pair, or a number in \[0, 1\]/);
+  await assert.rejects(wrong.score(task("x"), new AgentResult({ output: "x" })), isBadScore(/returned string; return a Score, a \[score, feedback\] pair, or a number in \[0, 1\]/));
+  const pair = await loadVerifier(() => ["high", "looks right"]);
+  await assert.rejects(pair.score(task("x"), new AgentResult({ output: "x" })), isBadScore(/returned a score of type string; a score must be a number in \[0, 1\]/));
 });

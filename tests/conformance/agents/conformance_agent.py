@@ -2,7 +2,7 @@
 
 Both SDKs serve the same behaviour, so the suite can demand the same answers from both. The
 row's ``mode`` column picks what the target does: echo, a rate limit, a provider fault, a
-refused connection, a crash, or a wrong return type.
+refused connection, a crash, a wrong return type, a misused candidate or a user mistake.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import openai
 
-from container import AgentResult, Candidate, Retryable, Task, optimize
+from container import AgentResult, Candidate, Retryable, Task, UserMistake, optimize
 from schemas import PromptTemplate
 
 
@@ -42,6 +42,10 @@ def conformance(task: Task, candidate: Candidate) -> Any:
         raise RuntimeError("the agent crashed")
     if mode == "bad_type":
         return 42
+    if mode == "candidate_misuse":
+        return candidate.template.system_prompt
+    if mode == "user_mistake":
+        raise UserMistake("MissingRubric", f"seed {task.name!r} has no rubric; add a rubric column")
     text = str(task.input)
     output = text if "echo" in candidate.text.lower() else "unknown"
     return AgentResult(
