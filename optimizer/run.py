@@ -114,6 +114,7 @@ class _Run:
                 timeout_s=cfg.rollout_timeout_s,
             ),
             max_connections=max(cfg.concurrency * 2, 16),
+            max_response_bytes=int(cfg.max_response_mib * 1024 * 1024),
         )
         try:
             await client.check_health()
