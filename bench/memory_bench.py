@@ -14,6 +14,17 @@ Scenarios: the default response cap (16 MiB answers refused as errored rollouts,
 further than the cap) and, with ``--cap-mib`` above the answer size, answers accepted, with
 their traces shrunk to the workspace's trace cap. Target: peak < 300 MB at concurrency 8.
 
+Why memory grew ~60x the response size before (tracemalloc on one 16 MiB body): the body
+was read whole, decoded to a str, ``json.loads``-ed, validated into new containers, dumped
+again by ``trace.model_dump`` and, in the committer, dumped to JSON, lowered for the secret
+check and encoded, all at once for every rollout in flight; a trace of small JSON objects
+costs ~7x its size per copy (16 MiB -> 115 MiB held per record). And every result the
+search kept held its full trace, though only a <= 256 KiB compressed form was stored.
+Now: the body is streamed under the cap and parsed from bytes once (no str, no second
+copy); the trace is shrunk to the workspace's cap at parse time, so only what is stored
+lives on; at most two big bodies are held at once and parsed one at a time on one thread
+(each new thread's malloc arena keeps freed memory: +100 MB with a thread pool).
+
 Run: .venv/bin/python bench/memory_bench.py [--mib 16] [--concurrency 8] [--rollouts 32]
 """
 

@@ -46,6 +46,7 @@ from schemas import (
     parse_rollout,
 )
 from workspace.codec import decode_trace, encode_trace
+from workspace.redact import Scrubber
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "ContainerClient", "RetryPolicy", "RolloutOutcome"]
 
@@ -179,6 +180,9 @@ class ContainerClient:
         self._rng = rng or random.Random(0)
         # Per-request headers: an injected client may be shared by runs with other tokens.
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # What a container says goes into errors that are printed and stored: an echo of
+        # the token (or of any credential) is masked there.
+        self._scrubber = Scrubber([token], min_chars=4)
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(
             timeout=self._timeout,
@@ -258,8 +262,9 @@ class ContainerClient:
                 f"{url} refused the token ({response.status_code}): pass --token or GEPA_CONTAINER_TOKEN"
             )
         if response.status_code != 200:
+            message = self._scrubber.text(_error_message(response.content))
             raise ProtocolViolation(
-                f"GET {url}/program answered {response.status_code}: {_error_message(response.content)}",
+                f"GET {url}/program answered {response.status_code}: {message}",
                 status=response.status_code,
             )
         try:
@@ -327,7 +332,7 @@ class ContainerClient:
                 if reason == "connection":
                     endpoint.down_until = time.monotonic() + 1.0
             else:
-                message = _error_message(content)
+                message = self._scrubber.text(_error_message(content))
                 if status in (401, 403):
                     raise UserError(
                         f"{endpoint.url} refused the token ({status}): pass --token or GEPA_CONTAINER_TOKEN"
@@ -402,7 +407,8 @@ class ContainerClient:
                     self._parser(), _parse, content, reward_range, trace_cap
                 )
         except InvalidRollout as exc:
-            raise InvalidRollout(f"{where} answered 200: {exc}", attempts=attempt) from None
+            reason = self._scrubber.text(str(exc))
+            raise InvalidRollout(f"{where} answered 200: {reason}", attempts=attempt) from None
 
     def _fault(self, exc: httpx.HTTPError) -> str:
         """``"timeout"`` when the container took longer than the rollout timeout, else
