@@ -20,10 +20,7 @@ again by ``trace.model_dump`` and, in the committer, dumped to JSON, lowered for
 check and encoded, all at once for every rollout in flight; a trace of small JSON objects
 costs ~7x its size per copy (16 MiB -> 115 MiB held per record). And every result the
 search kept held its full trace, though only a <= 256 KiB compressed form was stored.
-Now: the body is streamed under the cap and parsed from bytes once (no str, no second
-copy); the trace is shrunk to the workspace's cap at parse time, so only what is stored
-lives on; at most two big bodies are held at once and parsed one at a time on one thread
-(each new thread's malloc arena keeps freed memory: +100 MB with a thread pool).
+What changed is in :mod:`optimizer.bodies`.
 
 Run: .venv/bin/python bench/memory_bench.py [--mib 16] [--concurrency 8] [--rollouts 32]
 """

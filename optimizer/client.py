@@ -9,9 +9,7 @@ caller's fault: ``ProtocolViolation`` (or ``UserError`` for a refused token), ne
 
 A ``200`` body is read as a stream and refused past ``max_response_bytes`` (nothing more is
 read), then checked by :func:`schemas.parse_rollout`; either failure is ``InvalidRollout``,
-one errored rollout, not retried. Memory stays bounded with huge traces: bodies over 1 MiB
-are parsed one at a time off the event loop, and a trace over the workspace's trace cap is
-shrunk right there, so only the capped form outlives the parse (it is what gets stored).
+one errored rollout, not retried. Memory bounds for huge answers: :mod:`optimizer.bodies`.
 """
 
 from __future__ import annotations
@@ -23,13 +21,13 @@ import json
 import random
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from pydantic import ValidationError
 
+from optimizer.bodies import BodyReader, ParsedRollout
 from schemas import (
     DEFAULT_REWARD_RANGE,
     PROTOCOL,
@@ -41,11 +39,8 @@ from schemas import (
     RolloutFailed,
     RolloutRequest,
     RolloutResponse,
-    Trace,
     UserError,
-    parse_rollout,
 )
-from workspace.codec import decode_trace, encode_trace
 from workspace.redact import Scrubber
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "ContainerClient", "RetryPolicy", "RolloutOutcome"]
@@ -55,12 +50,6 @@ DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 CONNECT_TIMEOUT_S = 10.0
 # An error answer is read only this far: enough for its message, never a memory hazard.
 ERROR_BODY_BYTES = 64 * 1024
-# A body above this is big: at most BIG_BODIES of them are held at once (read, waiting or
-# being parsed; the others wait before reading on), and they are parsed one at a time in a
-# thread. A parse of 8 MiB of small JSON objects holds several times its size in Python
-# objects: parallel reads and parses of huge bodies are what made memory grow ~60x.
-BIG_BODY_BYTES = 1024 * 1024
-BIG_BODIES = 2
 
 
 @dataclass(frozen=True)
@@ -129,26 +118,6 @@ def _error_message(content: bytes | bytearray) -> str:
     return str(error)
 
 
-def _trace_dict(trace: Trace) -> dict[str, Any]:
-    # The parsed lists, not copies: a trace is held once.
-    return {"messages": trace.messages, "tool_calls": trace.tool_calls, "events": trace.events}
-
-
-def _parse(
-    body: bytes | bytearray, reward_range: tuple[float, float], trace_cap: int | None
-) -> tuple[RolloutResponse, dict[str, Any], bool]:
-    """The checked response (trace moved out), its trace, and whether it was shrunk."""
-    response = parse_rollout(body, reward_range=reward_range)
-    trace = _trace_dict(response.trace)
-    response = response.model_copy(update={"trace": Trace()})
-    if trace_cap is None or len(body) <= trace_cap:
-        return response, trace, False  # its JSON is smaller than the cap, compressed or not
-    encoded = encode_trace(trace, trace_cap)
-    if not encoded.truncated:
-        return response, trace, False
-    return response, decode_trace(encoded.blob), True
-
-
 class ContainerClient:
     """Talks to one or many container URLs; spreads rollouts to the least busy healthy one."""
 
@@ -172,11 +141,7 @@ class ContainerClient:
         self._max_response = max_response_bytes
         # Per request, so an injected client (shared by runs) still honours --rollout-timeout.
         self._timeout = httpx.Timeout(self._policy.timeout_s, connect=CONNECT_TIMEOUT_S)
-        self._big_bodies = asyncio.Semaphore(BIG_BODIES)
-        self._parsing = asyncio.Lock()
-        # One thread for every big parse: each new thread gets its own malloc arena, and
-        # arenas keep freed memory, so spreading parses over a pool multiplies peak RSS.
-        self._parse_thread: ThreadPoolExecutor | None = None
+        self._bodies = BodyReader()
         self._rng = rng or random.Random(0)
         # Per-request headers: an injected client may be shared by runs with other tokens.
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -198,16 +163,9 @@ class ContainerClient:
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object created it, and the parse thread."""
-        if self._parse_thread is not None:
-            self._parse_thread.shutdown(wait=False)
-            self._parse_thread = None
+        self._bodies.close()
         if self._owns_http:
             await self._http.aclose()
-
-    def _parser(self) -> ThreadPoolExecutor:
-        if self._parse_thread is None:
-            self._parse_thread = ThreadPoolExecutor(1, thread_name_prefix="gepa-rollout-parse")
-        return self._parse_thread
 
     async def check_health(self) -> dict[str, str | None]:
         """Probe every URL; keep the healthy ones. Returns ``url -> problem or None``."""
@@ -357,30 +315,8 @@ class ContainerClient:
             "POST", f"{url}/rollout", json=body, headers=self._headers, timeout=self._timeout
         ) as response:
             limit = self._max_response if response.status_code == 200 else ERROR_BODY_BYTES
-            content, complete = await self._read(response, limit, held)
+            content, complete = await self._bodies.read(response, limit, held)
             return response.status_code, content, complete, _retry_after(response)
-
-    async def _read(
-        self, response: httpx.Response, limit: int, held: contextlib.AsyncExitStack
-    ) -> tuple[bytearray, bool]:
-        """At most ``limit`` bytes of the (decoded) body, and whether that was all of it.
-
-        Stops reading at the limit, so an endless or gigantic answer costs ``limit`` bytes
-        of memory; a declared ``Content-Length`` over it refuses the body before any read.
-        """
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            return bytearray(), False
-        body, big = bytearray(), False
-        async for chunk in response.aiter_bytes():
-            if not big and len(body) + len(chunk) > BIG_BODY_BYTES:
-                await held.enter_async_context(self._big_bodies)
-                big = True
-            body += chunk
-            if len(body) > limit:
-                del body[limit:]
-                return body, False
-        return body, True
 
     async def _checked(
         self,
@@ -390,7 +326,7 @@ class ContainerClient:
         attempt: int,
         reward_range: tuple[float, float],
         trace_cap: int | None,
-    ) -> tuple[RolloutResponse, dict[str, Any], bool]:
+    ) -> ParsedRollout:
         """Parse a 200 body; ``InvalidRollout`` (never retried) when it cannot be scored."""
         if not complete:
             raise InvalidRollout(
@@ -399,13 +335,7 @@ class ContainerClient:
                 attempts=attempt,
             )
         try:
-            if len(content) <= BIG_BODY_BYTES:
-                return _parse(content, reward_range, trace_cap)
-            async with self._parsing:
-                loop = asyncio.get_running_loop()
-                return await loop.run_in_executor(
-                    self._parser(), _parse, content, reward_range, trace_cap
-                )
+            return await self._bodies.parse(content, reward_range, trace_cap)
         except InvalidRollout as exc:
             reason = self._scrubber.text(str(exc))
             raise InvalidRollout(f"{where} answered 200: {reason}", attempts=attempt) from None
