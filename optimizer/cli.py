@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from schemas import GepaError, UserError
+from workspace.redact import scrub_text
 
 __all__ = ["main"]
 
@@ -46,10 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub_text(str(exc))}", file=sys.stderr)
         return 2
     except GepaError as exc:
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {scrub_text(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

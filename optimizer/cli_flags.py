@@ -124,6 +124,12 @@ FLAGS: tuple[Flag, ...] = (
         "--rollout-timeout", "rollout_timeout_s", "seconds per rollout request (default 300)", float
     ),
     Flag(
+        "--max-response-mib",
+        "max_response_mib",
+        "refuse a rollout answer bigger than this, as an errored rollout (default 8)",
+        float,
+    ),
+    Flag(
         "--max-error-rate",
         "max_error_rate",
         "stop when this share of rollouts fails (default 0.25)",

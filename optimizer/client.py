@@ -3,27 +3,37 @@
 Every request goes through one ``httpx.AsyncClient`` (injectable, so tests can pass an
 ASGI transport). Infrastructure faults (429, 503, other 5xx, 408, timeouts, dropped
 connections) are retried with exponential backoff and full jitter, honouring
-``Retry-After``; a rollout that still fails is ``RolloutFailed``, which the queue records as
-an error and never scores. A 4xx is the caller's fault: ``ProtocolViolation`` (or
-``UserError`` for a refused token), never retried.
+``Retry-After``; a rollout that still fails is ``RolloutFailed`` (its ``reason`` says
+whether it timed out), which the queue records as an error and never scores. A 4xx is the
+caller's fault: ``ProtocolViolation`` (or ``UserError`` for a refused token), never retried.
+
+A ``200`` body is read as a stream and refused past ``max_response_bytes`` (nothing more is
+read), then checked by :func:`schemas.parse_rollout`; either failure is ``InvalidRollout``,
+one errored rollout, not retried. Memory bounds for huge answers: :mod:`optimizer.bodies`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
+import json
 import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from pydantic import ValidationError
 
+from optimizer.bodies import BodyReader, ParsedRollout
 from schemas import (
+    DEFAULT_REWARD_RANGE,
     PROTOCOL,
     ContainerUnavailable,
     Health,
+    InvalidRollout,
     Program,
     ProtocolViolation,
     RolloutFailed,
@@ -31,10 +41,15 @@ from schemas import (
     RolloutResponse,
     UserError,
 )
+from workspace.redact import Scrubber
 
-__all__ = ["ContainerClient", "RetryPolicy", "RolloutOutcome"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "ContainerClient", "RetryPolicy", "RolloutOutcome"]
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+CONNECT_TIMEOUT_S = 10.0
+# An error answer is read only this far: enough for its message, never a memory hazard.
+ERROR_BODY_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -56,12 +71,20 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class RolloutOutcome:
-    """A finished rollout: the response and how many attempts it took."""
+    """A finished rollout: the response, how many attempts it took, and its trace.
+
+    The trace lives in ``trace`` (``response.trace`` is left empty so it is held once):
+    the response's trace, shrunk to the workspace's trace cap when it was over it
+    (``trace_truncated``), exactly what the workspace stores.
+    """
 
     response: RolloutResponse
     attempts: int
     latency_ms: float
     url: str
+    trace: dict[str, Any] = field(default_factory=dict)
+    trace_truncated: bool = False
+    body_bytes: int = 0
 
 
 @dataclass
@@ -83,15 +106,16 @@ def _retry_after(response: httpx.Response) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def _error_message(response: httpx.Response) -> str:
+def _error_message(content: bytes | bytearray) -> str:
+    """The ``{"error": {"type", "message"}}`` of an error answer as one line (or its start)."""
     try:
-        body = response.json()
-        error = body.get("error", body) if isinstance(body, dict) else body
-        if isinstance(error, dict):
-            return f"{error.get('type', 'error')}: {error.get('message', '')}"
-        return str(error)
+        body = json.loads(content)
     except ValueError:
-        return response.text[:500]
+        return bytes(content[:500]).decode("utf-8", "replace")
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        return f"{error.get('type', 'error')}: {error.get('message', '')}"
+    return str(error)
 
 
 class ContainerClient:
@@ -106,17 +130,27 @@ class ContainerClient:
         rng: random.Random | None = None,
         http: httpx.AsyncClient | None = None,
         max_connections: int = 64,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not urls:
             raise UserError("no container URL: pass --container URL (or --module MODULE)")
+        if max_response_bytes < 1024:
+            raise UserError(f"max_response_bytes must be at least 1024, got {max_response_bytes}")
         self._endpoints = [_Endpoint(u.rstrip("/")) for u in urls]
         self._policy = policy or RetryPolicy()
+        self._max_response = max_response_bytes
+        # Per request, so an injected client (shared by runs) still honours --rollout-timeout.
+        self._timeout = httpx.Timeout(self._policy.timeout_s, connect=CONNECT_TIMEOUT_S)
+        self._bodies = BodyReader()
         self._rng = rng or random.Random(0)
         # Per-request headers: an injected client may be shared by runs with other tokens.
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # What a container says goes into errors that are printed and stored: an echo of
+        # the token (or of any credential) is masked there.
+        self._scrubber = Scrubber([token], min_chars=4)
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(self._policy.timeout_s, connect=10.0),
+            timeout=self._timeout,
             limits=httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
@@ -128,7 +162,8 @@ class ContainerClient:
         return [e.url for e in self._endpoints]
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this object created it."""
+        """Close the HTTP client if this object created it, and the parse thread."""
+        self._bodies.close()
         if self._owns_http:
             await self._http.aclose()
 
@@ -185,8 +220,9 @@ class ContainerClient:
                 f"{url} refused the token ({response.status_code}): pass --token or GEPA_CONTAINER_TOKEN"
             )
         if response.status_code != 200:
+            message = self._scrubber.text(_error_message(response.content))
             raise ProtocolViolation(
-                f"GET {url}/program answered {response.status_code}: {_error_message(response)}",
+                f"GET {url}/program answered {response.status_code}: {message}",
                 status=response.status_code,
             )
         try:
@@ -201,66 +237,136 @@ class ContainerClient:
         up = [e for e in self._endpoints if e.down_until <= now] or self._endpoints
         return min(up, key=lambda e: (e.in_flight, e.failures))
 
-    async def rollout(self, request: RolloutRequest) -> tuple[RolloutOutcome | None, int]:
+    async def rollout(
+        self,
+        request: RolloutRequest,
+        *,
+        reward_range: tuple[float, float] = DEFAULT_REWARD_RANGE,
+        trace_cap_bytes: int | None = None,
+    ) -> tuple[RolloutOutcome | None, int]:
         """Run one rollout with retries. Returns ``(outcome, retries)``.
 
-        Raises ``RolloutFailed`` after the last attempt, ``ProtocolViolation`` on a 4xx,
-        ``UserError`` when the token is refused.
+        ``reward_range`` is the program's; ``trace_cap_bytes`` (the workspace's) shrinks a
+        bigger trace before it is kept. Raises ``RolloutFailed`` after the last attempt,
+        ``InvalidRollout`` for a 200 that cannot be scored, ``ProtocolViolation`` on another
+        4xx, ``UserError`` when the token is refused.
         """
         body = request.model_dump(mode="json")
         attempts = self._policy.max_retries + 1
-        last = "no attempt"
+        last, reason = "no attempt", "status"
         status: int | None = None
         for attempt in range(1, attempts + 1):
             endpoint = self._pick()
             endpoint.in_flight += 1
             started = time.perf_counter()
-            retry_after: float | None = None
+            where = f"POST {endpoint.url}/rollout (seed {request.seed!r})"
             try:
-                response = await self._http.post(
-                    f"{endpoint.url}/rollout", json=body, headers=self._headers
-                )
+                async with contextlib.AsyncExitStack() as held:
+                    status, content, complete, retry_after = await self._post(
+                        endpoint.url, body, held
+                    )
+                    if status == 200:
+                        endpoint.failures = 0
+                        response, trace, truncated = await self._checked(
+                            content, complete, where, attempt, reward_range, trace_cap_bytes
+                        )
+                        return RolloutOutcome(
+                            response=response,
+                            attempts=attempt,
+                            latency_ms=(time.perf_counter() - started) * 1000,
+                            url=endpoint.url,
+                            trace=trace,
+                            trace_truncated=truncated,
+                            body_bytes=len(content),
+                        ), attempt - 1
             except httpx.HTTPError as exc:
-                last, status = f"{type(exc).__name__}: {exc}".rstrip(": "), None
+                reason, last, status, retry_after = (
+                    self._fault(exc),
+                    _describe_error(exc),
+                    None,
+                    None,
+                )
                 endpoint.failures += 1
-                endpoint.down_until = time.monotonic() + 1.0
+                if reason == "connection":
+                    endpoint.down_until = time.monotonic() + 1.0
             else:
-                status = response.status_code
-                if status == 200:
-                    endpoint.failures = 0
-                    return RolloutOutcome(
-                        response=self._parse(response, endpoint.url),
-                        attempts=attempt,
-                        latency_ms=(time.perf_counter() - started) * 1000,
-                        url=endpoint.url,
-                    ), attempt - 1
+                message = self._scrubber.text(_error_message(content))
                 if status in (401, 403):
                     raise UserError(
                         f"{endpoint.url} refused the token ({status}): pass --token or GEPA_CONTAINER_TOKEN"
                     )
                 if status not in RETRY_STATUS:
-                    raise ProtocolViolation(
-                        f"POST {endpoint.url}/rollout (seed {request.seed!r}) answered {status}: "
-                        f"{_error_message(response)}",
-                        status=status,
-                    )
-                last = f"HTTP {status}: {_error_message(response)}"
-                retry_after = _retry_after(response)
+                    raise ProtocolViolation(f"{where} answered {status}: {message}", status=status)
+                last, reason = f"HTTP {status}: {message}", "status"
             finally:
                 endpoint.in_flight -= 1
             if attempt < attempts:
                 await asyncio.sleep(self._policy.delay(attempt, self._rng, retry_after))
-        raise RolloutFailed(
-            f"rollout of seed {request.seed!r} failed after {attempts} attempts: {last}",
-            attempts=attempts,
-            status=status,
+        raise self._failed(request.seed, attempts, last, reason, status)
+
+    async def _post(
+        self, url: str, body: dict[str, Any], held: contextlib.AsyncExitStack
+    ) -> tuple[int, bytearray, bool, float | None]:
+        """``POST /rollout`` read as a stream: status, (capped) body, complete?, Retry-After.
+
+        A big body takes one of the big-body slots into ``held`` (released once parsed).
+        """
+        async with self._http.stream(
+            "POST", f"{url}/rollout", json=body, headers=self._headers, timeout=self._timeout
+        ) as response:
+            limit = self._max_response if response.status_code == 200 else ERROR_BODY_BYTES
+            content, complete = await self._bodies.read(response, limit, held)
+            return response.status_code, content, complete, _retry_after(response)
+
+    async def _checked(
+        self,
+        content: bytearray,
+        complete: bool,
+        where: str,
+        attempt: int,
+        reward_range: tuple[float, float],
+        trace_cap: int | None,
+    ) -> ParsedRollout:
+        """Parse a 200 body; ``InvalidRollout`` (never retried) when it cannot be scored."""
+        if not complete:
+            raise InvalidRollout(
+                f"{where} answered 200 with a body over {_mib(self._max_response)} MiB: refused "
+                "unread; return a smaller trace, or raise --max-response-mib",
+                attempts=attempt,
+            )
+        try:
+            return await self._bodies.parse(content, reward_range, trace_cap)
+        except InvalidRollout as exc:
+            reason = self._scrubber.text(str(exc))
+            raise InvalidRollout(f"{where} answered 200: {reason}", attempts=attempt) from None
+
+    def _fault(self, exc: httpx.HTTPError) -> str:
+        """``"timeout"`` when the container took longer than the rollout timeout, else
+        ``"connection"`` (refused, dropped, or no connection within the connect timeout)."""
+        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
+            return "timeout"
+        return "connection"
+
+    def _failed(
+        self, seed: str, attempts: int, last: str, reason: str, status: int | None
+    ) -> RolloutFailed:
+        timeout = self._policy.timeout_s if reason == "timeout" else None
+        if timeout is not None:
+            message = (
+                f"rollout of seed {seed!r} timed out: no answer within {timeout:g} s "
+                f"({attempts} attempts, last: {last}); raise --rollout-timeout if the agent "
+                "needs longer"
+            )
+        else:
+            message = f"rollout of seed {seed!r} failed after {attempts} attempts: {last}"
+        return RolloutFailed(
+            message, attempts=attempts, status=status, reason=reason, timeout_s=timeout
         )
 
-    @staticmethod
-    def _parse(response: httpx.Response, url: str) -> RolloutResponse:
-        try:
-            return RolloutResponse.model_validate(response.json())
-        except (ValueError, ValidationError) as exc:
-            raise ProtocolViolation(
-                f"POST {url}/rollout answered 200 with a body that is not a rollout: {exc}"
-            ) from exc
+
+def _describe_error(exc: httpx.HTTPError) -> str:
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+
+def _mib(size: int) -> str:
+    return f"{size / 1024 / 1024:g}"

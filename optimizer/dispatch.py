@@ -8,14 +8,21 @@ committer that writes them in batched transactions; a rollout counts (budget, fu
 events) only after its transaction committed, so a killed run never counts what it lost.
 A (candidate, seed) already in flight for another caller is not sent twice: the second caller
 waits for the first one's result (concurrent proposals often write the same text).
+
+A rollout that fails after its retries (``RolloutFailed``) or answers a body that cannot be
+scored (``InvalidRollout``: a NaN or out-of-range reward, a negative cost, an oversized
+body) is one errored record: stored with its reason, never scored or cached, and counted
+by the ``ErrorGate``, which stops the run only when errors pass ``--max-error-rate``, and
+then says what they were and what to change.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.budget import Budget
@@ -23,6 +30,7 @@ from optimizer.client import ContainerClient, RolloutOutcome
 from optimizer.events import EventSink
 from schemas import (
     ContainerError,
+    InvalidRollout,
     Policy,
     Program,
     RolloutFailed,
@@ -54,6 +62,21 @@ class SeedResult:
         return self.record.reward if self.record.status == "ok" else None
 
 
+# Why rollouts failed, as the gate reports them: (what happened, what to change).
+_FAILURES = {
+    "timeout": ("timed out", "raise --rollout-timeout if the agent needs longer"),
+    "invalid": ("answered 200 with a body that cannot be scored", "fix what the container returns"),
+    "status": (
+        "failed after retries with HTTP errors",
+        "check the container's logs and rate limits",
+    ),
+    "connection": (
+        "failed after retries on refused or dropped connections",
+        "check that the container is up and not overloaded",
+    ),
+}
+
+
 @dataclass
 class ErrorGate:
     """Stops a run whose paid rollouts fail too often to optimize on anything but noise."""
@@ -62,23 +85,31 @@ class ErrorGate:
     min_attempts: int = 10
     ok: int = 0
     errors: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    last_error: dict[str, str] = field(default_factory=dict)
 
-    def observe(self, record: RolloutRecord) -> None:
-        """Count one paid rollout."""
+    def observe(self, record: RolloutRecord, reason: str = "status") -> None:
+        """Count one paid rollout; ``reason`` (a key of the failure kinds) for an error."""
         if record.status == "ok":
             self.ok += 1
-        else:
-            self.errors += 1
+            return
+        self.errors += 1
+        self.reasons[reason] += 1
+        self.last_error[reason] = (record.error or "")[:300]
 
     def check(self) -> None:
         """Raise ``ContainerError`` once the error rate passes the threshold."""
         total = self.ok + self.errors
         if total >= self.min_attempts and self.errors / total > self.max_rate:
+            kinds = "; ".join(self._kind(r, n) for r, n in self.reasons.most_common())
             raise ContainerError(
-                f"{self.errors} of {total} rollouts failed after retries "
-                f"(over the {self.max_rate:.0%} limit, --max-error-rate); the container is "
-                "not healthy enough to optimize on: check its logs and rate limits"
+                f"{self.errors} of {total} rollouts failed (over the {self.max_rate:.0%} limit, "
+                f"--max-error-rate); the run cannot optimize on that: {kinds}"
             )
+
+    def _kind(self, reason: str, count: int) -> str:
+        what, fix = _FAILURES.get(reason, _FAILURES["status"])
+        return f"{count} {what} ({fix}; last: {self.last_error[reason]})"
 
 
 @dataclass(frozen=True)
@@ -88,6 +119,10 @@ class _Job:
     components: Mapping[str, str]
     seed: str
     key: str
+
+
+# A finished rollout on its way to the committer: record, retries, failure kind, waiter.
+_Done = tuple[RolloutRecord, int, str, asyncio.Future[RolloutRecord]]
 
 
 class RolloutQueue:
@@ -119,9 +154,8 @@ class RolloutQueue:
         self._jobs: asyncio.PriorityQueue[tuple[int, int, _Job, asyncio.Future[RolloutRecord]]] = (
             asyncio.PriorityQueue()
         )
-        self._done: asyncio.Queue[tuple[RolloutRecord, int, asyncio.Future[RolloutRecord]]] = (
-            asyncio.Queue()
-        )
+        self._reward_range = program.reward_range
+        self._done: asyncio.Queue[_Done] = asyncio.Queue()
         self._batches = itertools.count()
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: dict[str, asyncio.Future[RolloutRecord]] = {}
@@ -275,10 +309,15 @@ class RolloutQueue:
                 policy=self._policy,
             )
             try:
-                outcome, retries = await self._client.rollout(request)
-            except RolloutFailed as exc:
+                outcome, retries = await self._client.rollout(
+                    request,
+                    reward_range=self._reward_range,
+                    trace_cap_bytes=self._workspace.trace_cap_bytes,
+                )
+            except (RolloutFailed, InvalidRollout) as exc:
                 record = self._record(job, None, attempts=exc.attempts, error=str(exc))
                 retries = exc.attempts - 1
+                reason = exc.reason if isinstance(exc, RolloutFailed) else "invalid"
             except Exception as exc:  # noqa: BLE001 - handed to the waiting caller, not swallowed
                 if not future.done():
                     future.set_exception(exc)
@@ -286,7 +325,8 @@ class RolloutQueue:
             else:
                 assert outcome is not None
                 record = self._record(job, outcome, attempts=outcome.attempts, error=None)
-            self._done.put_nowait((record, retries, future))
+                reason = ""
+            self._done.put_nowait((record, retries, reason, future))
 
     def _record(
         self, job: _Job, outcome: RolloutOutcome | None, *, attempts: int, error: str | None
@@ -313,7 +353,8 @@ class RolloutQueue:
                 "objectives": response.objectives or {"reward": response.reward},
                 "output": response.output,
                 "feedback": response.feedback,
-                "trace": response.trace.model_dump(mode="json"),
+                "trace": outcome.trace,
+                "trace_truncated": outcome.trace_truncated,
                 "usage": response.usage,
                 "latency_ms": response.usage.latency_ms or outcome.latency_ms,
                 "error": response.error,
@@ -331,17 +372,15 @@ class RolloutQueue:
                 # The store failed (or we are cancelled): nobody may wait forever on a
                 # rollout that was never committed; the error reaches every waiting caller.
                 failure = exc if isinstance(exc, Exception) else asyncio.CancelledError()
-                for _, _, future in batch:
+                for *_, future in batch:
                     if not future.done():
                         future.set_exception(failure)
                 raise
 
-    async def _commit(
-        self, batch: list[tuple[RolloutRecord, int, asyncio.Future[RolloutRecord]]]
-    ) -> None:
-        records = [record for record, _, _ in batch]
+    async def _commit(self, batch: list[_Done]) -> None:
+        records = [record for record, *_ in batch]
         await self._workspace.record_paid_trials(self._run_id, records)
-        for record, retries, _ in batch:
+        for record, retries, reason, _ in batch:
             self._budget.settle(
                 cost_usd=record.usage.cost_usd,
                 error=record.status == "error",
@@ -349,11 +388,11 @@ class RolloutQueue:
                 input_tokens=record.usage.input_tokens,
                 output_tokens=record.usage.output_tokens,
             )
-            self._gate.observe(record)
+            self._gate.observe(record, reason)
         # One event per committed batch: the feed stays live when rollouts are slow, and a
         # fast container does not pay one event transaction per rollout.
         await self._emit_trials([(record, False) for record in records])
-        for record, _, future in batch:
+        for record, *_, future in batch:
             if not future.done():
                 future.set_result(record)
 

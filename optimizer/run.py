@@ -31,6 +31,7 @@ from optimizer.promotion import select_and_promote, selection_need
 from optimizer.search import GepaSearch, ProposerLike, SearchDeps, evaluations_of
 from optimizer.state import SearchState
 from proposer import CandidateView, ComponentSpec, ProposalRequest, Proposer, ProposerConfig
+from proposer.client import reflection_api_key
 from schemas import (
     CandidateRecord,
     GepaError,
@@ -114,6 +115,7 @@ class _Run:
                 timeout_s=cfg.rollout_timeout_s,
             ),
             max_connections=max(cfg.concurrency * 2, 16),
+            max_response_bytes=int(cfg.max_response_mib * 1024 * 1024),
         )
         try:
             await client.check_health()
@@ -464,6 +466,11 @@ async def run_optimization(
             cfg = _merge_secrets(record.config, config)
             if config is not None and config.containers:
                 cfg = cfg.model_copy(update={"containers": config.containers})
+        token = cfg.container_token.get_secret_value() if cfg.container_token else None
+        key = reflection_api_key(
+            cfg.reflection_model, cfg.reflection_base_url, cfg.reflection_api_key_env
+        )
+        ws.scrubber.add(token, key)  # masked wherever they appear in what the run stores
         run = _Run(cfg, record, ws, proposer, http, [on_event] if on_event else [])
         try:
             return await run.execute()

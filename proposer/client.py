@@ -6,6 +6,11 @@ name without the prefix, key from ``OPENROUTER_API_KEY``); any other model goes 
 built and kept only inside the ``AsyncOpenAI`` instance. A local ``base_url`` (127.0.0.1,
 localhost) may run without a key. Retries on 429/5xx/timeouts with exponential backoff are
 the ``openai`` client's own (``max_retries``; it honours ``Retry-After``).
+
+Every error it raises is scrubbed of the key (:class:`workspace.redact.Scrubber`): an
+endpoint that echoes the key in its 401 message ("Incorrect API key provided: ...") must
+not get it printed or stored, whatever it looks like; such an error does not chain the
+``openai`` exception, whose text still holds the key.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import httpx
@@ -24,6 +29,7 @@ from proposer.pricing import cost_usd, price_for
 from proposer.types import ProposerConfig
 from schemas.exceptions import ProposerError, UserError
 from schemas.records import ModelUsage
+from workspace.redact import Scrubber
 
 __all__ = [
     "ChatReply",
@@ -32,6 +38,7 @@ __all__ = [
     "ToolCall",
     "ToolsUnsupported",
     "UsageMeter",
+    "reflection_api_key",
     "resolve_endpoint",
 ]
 
@@ -68,6 +75,25 @@ def resolve_endpoint(config: ProposerConfig) -> Endpoint:
             key_env = OPENROUTER_KEY_ENV
     host = urlsplit(base_url).hostname if base_url else None
     return Endpoint(base_url, model, key_env, local=host in _LOCAL_HOSTS)
+
+
+def reflection_api_key(
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str,
+    environ: Mapping[str, str] | None = None,
+) -> str | None:
+    """The key the reflection client will send (after routing), or None when unset.
+
+    For whatever stores or prints text on a run's behalf: it registers the key with its
+    scrubber, so an echo of the key anywhere is masked.
+    """
+    env = os.environ if environ is None else environ
+    if model:
+        api_key_env = resolve_endpoint(
+            ProposerConfig(model=model, base_url=base_url, api_key_env=api_key_env)
+        ).api_key_env
+    return env.get(api_key_env) or None
 
 
 @dataclass(frozen=True)
@@ -126,6 +152,8 @@ class ModelClient:
                     f"the API key for the reflection model at {where}"
                 )
             key = "sk-local-no-key"  # local servers ignore the key but the client wants one
+        # Short keys too: only error messages go through it, never stored data.
+        self._scrubber = Scrubber([key], min_chars=4)
         self._config = config
         self._price = None if self.endpoint.local else price_for(self.endpoint.model)
         self._reasoning = bool(_REASONING.match(self.endpoint.model.rsplit("/", 1)[-1]))
@@ -171,25 +199,41 @@ class ModelClient:
         try:
             response = await self._client.chat.completions.create(**kwargs)
         except openai.AuthenticationError as exc:
-            raise UserError(
+            self._fail(
+                UserError,
                 f"the reflection model endpoint rejected the key in {self.endpoint.api_key_env}: "
-                f"{exc.message}"
-            ) from exc
+                f"{exc.message}",
+                exc,
+            )
         except openai.APIStatusError as exc:
             text = f"{exc.message} {exc.body}".lower()
             if tools and exc.status_code in (400, 422) and ("tool" in text or "function" in text):
-                raise ToolsUnsupported(f"endpoint rejected tools: {exc.message}") from exc
-            raise ProposerError(
-                f"reflection model call failed with HTTP {exc.status_code}: {exc.message}"
-            ) from exc
+                self._fail(ToolsUnsupported, f"endpoint rejected tools: {exc.message}", exc)
+            self._fail(
+                ProposerError,
+                f"reflection model call failed with HTTP {exc.status_code}: {exc.message}",
+                exc,
+            )
         except openai.APITimeoutError as exc:
-            raise ProposerError(
+            self._fail(
+                ProposerError,
                 f"reflection model timed out after {self._config.timeout_s:g}s "
-                f"({self._config.max_retries} retries)"
-            ) from exc
+                f"({self._config.max_retries} retries)",
+                exc,
+            )
         except openai.APIConnectionError as exc:
-            raise ProposerError(f"cannot reach the reflection model: {exc.message}") from exc
+            self._fail(ProposerError, f"cannot reach the reflection model: {exc.message}", exc)
+        except openai.APIError as exc:  # e.g. a 200 whose body is not a completion
+            self._fail(ProposerError, f"reflection model answer unusable: {exc.message}", exc)
         return self._reply(response, messages)
+
+    def _fail(self, kind: type[Exception], message: str, cause: openai.APIError) -> NoReturn:
+        """Raise ``kind`` with ``message`` scrubbed; unchained when the cause holds the key."""
+        error = kind(self._scrubber.text(message))
+        cause_text = f"{cause} {getattr(cause, 'body', '')}"
+        if self._scrubber.text(cause_text) != cause_text:
+            raise error from None
+        raise error from cause
 
     def _reply(self, response: Any, messages: Sequence[Mapping[str, Any]]) -> ChatReply:
         if not response.choices:

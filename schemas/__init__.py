@@ -14,6 +14,7 @@ from schemas.exceptions import (
     ContainerError,
     ContainerUnavailable,
     GepaError,
+    InvalidRollout,
     PromptTooLong,
     ProposalRejected,
     ProposerError,
@@ -25,6 +26,7 @@ from schemas.exceptions import (
 )
 from schemas.protocol import (
     COMPONENT_KINDS,
+    DEFAULT_REWARD_RANGE,
     PROTOCOL,
     WIRE_MODELS,
     Component,
@@ -39,6 +41,7 @@ from schemas.protocol import (
     Seeds,
     Trace,
     Usage,
+    parse_rollout,
 )
 from schemas.records import (
     PHASES,
@@ -81,6 +84,7 @@ __all__ = [
     "render_messages",
     "task_fields",
     "COMPONENT_KINDS",
+    "DEFAULT_REWARD_RANGE",
     "PHASES",
     "PROTOCOL",
     "WIRE_MODELS",
@@ -95,6 +99,7 @@ __all__ = [
     "Event",
     "GepaError",
     "Health",
+    "InvalidRollout",
     "ModelUsage",
     "Origin",
     "Phase",
@@ -123,6 +128,7 @@ __all__ = [
     "candidate_id_for",
     "content_hash",
     "json_schemas",
+    "parse_rollout",
     "policy_key",
 ]
 

@@ -56,6 +56,8 @@ class RunConfig(BaseModel):
     # Reliability.
     max_retries: int = Field(default=5, ge=0)
     rollout_timeout_s: float = Field(default=300.0, gt=0)
+    # A bigger rollout answer is refused as an errored rollout, read no further than this.
+    max_response_mib: float = Field(default=8.0, gt=0, le=1024)
     max_error_rate: float = Field(default=0.25, ge=0, le=1)
     retry_base_delay_s: float = Field(default=0.5, ge=0)
     max_idle_iterations: int = Field(default=20, ge=1)

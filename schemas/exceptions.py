@@ -9,6 +9,7 @@ control-flow signals that are not failures (``BudgetExhausted``).
     ├── ContainerError            talking to a task container went wrong
     │   ├── RolloutFailed         a rollout failed after its retries (infrastructure fault)
     │   ├── ProtocolViolation     the peer broke gepa-container/1 (bad body, 4xx misuse)
+    │   │   └── InvalidRollout    a 200 whose body cannot be scored: one errored rollout
     │   └── ContainerUnavailable  no container URL passes its health check
     ├── BudgetExhausted           a budget was reached: stop cleanly (a signal, not a failure)
     ├── WorkspaceError            the SQLite store or the run folder cannot be used
@@ -24,6 +25,7 @@ __all__ = [
     "ContainerError",
     "ContainerUnavailable",
     "GepaError",
+    "InvalidRollout",
     "PromptTooLong",
     "ProposalRejected",
     "ProposerError",
@@ -48,12 +50,27 @@ class ContainerError(GepaError):
 
 
 class RolloutFailed(ContainerError):
-    """A rollout still failed after its retries; it is recorded as an error, never scored."""
+    """A rollout still failed after its retries; it is recorded as an error, never scored.
 
-    def __init__(self, message: str, *, attempts: int = 1, status: int | None = None) -> None:
+    ``reason`` says what the last attempt met, so the run can name the fix: ``"timeout"``
+    (no answer within ``timeout_s`` seconds: raise ``--rollout-timeout``), ``"status"``
+    (429/5xx, see ``status``) or ``"connection"`` (refused or dropped).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int = 1,
+        status: int | None = None,
+        reason: str = "status",
+        timeout_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.status = status
+        self.reason = reason
+        self.timeout_s = timeout_s
 
 
 class ProtocolViolation(ContainerError):
@@ -62,6 +79,20 @@ class ProtocolViolation(ContainerError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class InvalidRollout(ProtocolViolation):
+    """A ``200`` answer that cannot be scored: not a rollout, a reward that is not a finite
+    number in the program's range, a negative cost, or a body over the size cap.
+
+    Not a failed run and not an infrastructure fault: the rollout is recorded as one error
+    with this message, excluded from every mean, and not retried (the container would
+    answer the same). ``attempts`` counts the tries that led to it.
+    """
+
+    def __init__(self, message: str, *, attempts: int = 1) -> None:
+        super().__init__(message, status=200)
+        self.attempts = attempts
 
 
 class ContainerUnavailable(ContainerError):

@@ -36,18 +36,28 @@ Status codes:
   connections: infrastructure faults. Retried with backoff, never scored as 0, never cached.
   Error bodies are ``{"error": {"type": ..., "message": ...}}``.
 
+Validation of a ``200`` answer happens in one place, :func:`parse_rollout`: numbers must be
+JSON numbers (a reward of ``"0.9"`` or ``true`` is refused), the reward finite and inside
+the program's ``reward_range`` (default ``[0, 1]``), objectives finite, usage counts and
+costs finite and non-negative. A body that fails is ``InvalidRollout``: one errored
+rollout with the reason, never scored, never retried, and not a failed run.
+
 Compatibility: every model ignores unknown fields (a newer peer may add some) and rejects a
 missing required field with an error naming it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from schemas.exceptions import InvalidRollout
 
 __all__ = [
     "COMPONENT_KINDS",
+    "DEFAULT_REWARD_RANGE",
     "PROTOCOL",
     "Component",
     "ComponentKind",
@@ -62,6 +72,7 @@ __all__ = [
     "Trace",
     "Usage",
     "WIRE_MODELS",
+    "parse_rollout",
 ]
 
 PROTOCOL = "gepa-container/1"
@@ -73,6 +84,7 @@ COMPONENT_KINDS: tuple[str, ...] = (
     "retrieval_prompt",
     "agent",
 )
+DEFAULT_REWARD_RANGE: tuple[float, float] = (0.0, 1.0)
 
 
 class WireModel(BaseModel):
@@ -121,6 +133,20 @@ class Program(WireModel):
     seeds: Seeds
     objectives: list[str] = Field(default_factory=lambda: ["reward"])
     metadata: dict[str, Any] = Field(default_factory=dict)
+    reward_range: tuple[float, float] = Field(
+        default=DEFAULT_REWARD_RANGE,
+        description="[low, high]: every reward must lie in it; a reward outside is an error",
+    )
+
+    @field_validator("reward_range")
+    @classmethod
+    def _ordered(cls, value: tuple[float, float]) -> tuple[float, float]:
+        low, high = value
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(
+                f"reward_range must be [low, high] with finite low < high, got {value}"
+            )
+        return value
 
     def baseline(self) -> dict[str, str]:
         """The baseline candidate: every component name mapped to its baseline text."""
@@ -152,12 +178,20 @@ class Trace(WireModel):
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class Usage(WireModel):
-    """Student-side usage of one rollout."""
+def _whole(value: Any) -> Any:
+    """``12.0`` is the count 12 (some JSON writers print every number as a float)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
+
+Count = Annotated[int, BeforeValidator(_whole)]
+
+
+class Usage(WireModel):
+    """Student-side usage of one rollout; on the wire every field is finite and >= 0."""
+
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cost_usd: float = Field(default=0.0, description="dollars, >= 0 (counted by --max-cost-usd)")
     latency_ms: float = 0.0
 
 
@@ -191,6 +225,54 @@ class ErrorBody(WireModel):
     """Body of every non-200 answer: ``{"error": {"type", "message"}}``."""
 
     error: ErrorDetail
+
+
+def parse_rollout(
+    body: bytes | bytearray | str,
+    *,
+    reward_range: tuple[float, float] = DEFAULT_REWARD_RANGE,
+) -> RolloutResponse:
+    """The one check of a ``200`` answer: its JSON body as a scorable rollout.
+
+    Raises ``InvalidRollout`` naming each bad field and what the container must send
+    instead. Strict types (JSON numbers only, no strings or booleans for numbers) because
+    a lenient parse would score a ``"0.9"`` that a buggy container meant as something else.
+    """
+    try:
+        response = RolloutResponse.model_validate_json(body, strict=True)
+    except ValidationError as exc:
+        wrong = "; ".join(_describe(error) for error in exc.errors(include_url=False))
+        raise InvalidRollout(f"the body is not a gepa-container/1 rollout: {wrong}") from None
+    problems = _range_problems(response, reward_range)
+    if problems:
+        raise InvalidRollout("; ".join(problems))
+    return response
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "body"
+    return f"{where}: {error['msg']} (got {error['input']!r:.80})"
+
+
+def _range_problems(response: RolloutResponse, reward_range: tuple[float, float]) -> list[str]:
+    """What ``response`` breaks beyond types: ranges, finiteness, signs."""
+    low, high = reward_range
+    problems = []
+    if not low <= response.reward <= high:
+        problems.append(
+            f"reward {response.reward!r} is outside the program's reward_range [{low:g}, {high:g}]: "
+            "scale the verifier's score into it, or declare reward_range in GET /program"
+        )
+    for name, value in response.objectives.items():
+        if not math.isfinite(value):
+            problems.append(f"objectives.{name} is {value!r}: send a finite number")
+    for name, value in response.usage.model_dump().items():
+        if not (math.isfinite(value) and value >= 0):
+            problems.append(
+                f"usage.{name} is {value!r}: counts and costs must be finite and >= 0 "
+                "(a negative cost would hide spending from --max-cost-usd)"
+            )
+    return problems
 
 
 WIRE_MODELS: dict[str, type[BaseModel]] = {

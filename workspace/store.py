@@ -36,7 +36,7 @@ from schemas.records import (
 from workspace import candidates, events, frontier, removal, rollouts, runs, trials
 from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace
 from workspace.db import Database
-from workspace.redact import may_hold_secret, scrub, scrub_text
+from workspace.redact import Scrubber
 from workspace.runfolder import RunFolder, check_run_id
 
 __all__ = ["DEFAULT_WORKSPACE", "Workspace", "resolve_workspace"]
@@ -79,6 +79,8 @@ class Workspace:
         self.readonly = readonly
         self._db = Database(self.db_path, readonly=readonly, busy_timeout_s=busy_timeout_s)
         self._folder = RunFolder(self.root)
+        # Everything written goes through it; a run adds the keys it knows (scrubber.add).
+        self.scrubber = Scrubber()
 
     # lifecycle
 
@@ -112,7 +114,7 @@ class Workspace:
     async def create_run(self, config: RunConfig, run_id: str | None = None) -> RunRecord:
         """Store a new run with ``config.redacted()``; the id defaults to ``run-<10 hex>``."""
         run_id = check_run_id(run_id) if run_id is not None else f"run-{secrets.token_hex(5)}"
-        record = RunRecord(run_id=run_id, config=scrub(config.redacted()))
+        record = RunRecord(run_id=run_id, config=self.scrubber.value(config.redacted()))
         async with self._db.write() as conn:
             await runs.insert_run(conn, record, self.root)
         return record
@@ -142,8 +144,8 @@ class Workspace:
         changes: dict[str, Any] = {
             "status": status, "phase": phase, "program_id": program_id,
             "fingerprint": fingerprint,
-            "error": scrub_text(error) if error is not None else None,
-            "state": scrub(state) if state is not None else None,
+            "error": self.scrubber.text(error) if error is not None else None,
+            "state": self.scrubber.value(state) if state is not None else None,
         }  # fmt: skip
         async with self._db.write() as conn:
             current = await runs.fetch_run(conn, run_id, self.root)
@@ -251,13 +253,13 @@ class Workspace:
         for record in records:
             clean = record.model_copy(
                 update={
-                    "feedback": scrub_text(record.feedback),
-                    "error": scrub_text(record.error) if record.error is not None else None,
+                    "feedback": self.scrubber.text(record.feedback),
+                    "error": self.scrubber.text(record.error) if record.error is not None else None,
                 }
             )
             trace, text = record.trace, dumps(record.trace, what="trace")
-            if may_hold_secret(text):
-                trace = scrub(trace)
+            if self.scrubber.may_hold_secret(text):
+                trace = self.scrubber.value(trace)
                 text = dumps(trace, what="trace")
             encoded.append(
                 rollouts.to_row(clean, encode_trace(trace, self.trace_cap_bytes, text=text))
@@ -325,7 +327,7 @@ class Workspace:
         self, run_id: str, type: str, data: dict[str, Any] | None = None
     ) -> Event:
         """Append to the event log; the returned event carries its monotonic ``seq``."""
-        clean = scrub(data or {})
+        clean = self.scrubber.value(data or {})
         async with self._db.write() as conn:
             await runs.require_run(conn, run_id, self.root)
             return await events.append_event(conn, run_id, type, clean)

@@ -7,10 +7,13 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from optimizer.client import ContainerClient, RetryPolicy
 from schemas import (
     ContainerUnavailable,
+    InvalidRollout,
+    Program,
     ProtocolViolation,
     RolloutFailed,
     RolloutRequest,
@@ -94,9 +97,48 @@ async def test_refused_token_is_a_user_error_naming_the_fix() -> None:
         await _client(lambda request: httpx.Response(401)).rollout(REQUEST)
 
 
-async def test_malformed_200_is_a_protocol_violation() -> None:
-    with pytest.raises(ProtocolViolation, match="not a rollout"):
-        await _client(lambda request: httpx.Response(200, json={"score": 1})).rollout(REQUEST)
+async def test_malformed_200_is_an_invalid_rollout_not_retried() -> None:
+    calls = {"n": 0}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls["n"] += 1
+        return httpx.Response(200, json={"score": 1})
+
+    with pytest.raises(InvalidRollout, match="reward: Field required") as info:
+        await _client(handler).rollout(REQUEST)
+    assert isinstance(info.value, ProtocolViolation) and info.value.attempts == 1
+    assert calls["n"] == 1
+
+
+async def test_a_bad_200_after_a_retry_counts_its_attempts() -> None:
+    answers = iter([httpx.Response(503), httpx.Response(200, json={"reward": -0.5})])
+    with pytest.raises(InvalidRollout, match=r"reward -0.5 is outside .*\[0, 1\]") as info:
+        await _client(lambda request: next(answers)).rollout(REQUEST)
+    assert info.value.attempts == 2
+
+
+async def test_the_programs_declared_reward_range_is_the_one_checked() -> None:
+    program = Program.model_validate({**PROGRAM, "reward_range": [-1, 10]})
+    client = _client(lambda request: httpx.Response(200, json={"reward": 7.0}))
+    outcome, _ = await client.rollout(REQUEST, reward_range=program.reward_range)
+    assert outcome is not None and outcome.response.reward == 7.0
+    with pytest.raises(InvalidRollout, match=r"outside the program's reward_range \[-1, 5\]"):
+        await client.rollout(REQUEST, reward_range=(-1.0, 5.0))
+
+
+@pytest.mark.parametrize("bad", [[1, 1], [0, "inf"], [2, 1]])
+def test_a_reward_range_must_be_finite_and_ordered(bad: list[object]) -> None:
+    with pytest.raises(ValidationError, match="reward_range must be"):
+        Program.model_validate({**PROGRAM, "reward_range": bad})
+
+
+async def test_a_refused_connection_is_a_connection_fault_not_a_timeout() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectTimeout("no route")
+
+    with pytest.raises(RolloutFailed, match="failed after 4 attempts: ConnectTimeout") as info:
+        await _client(handler).rollout(REQUEST)
+    assert (info.value.reason, info.value.timeout_s) == ("connection", None)
 
 
 async def test_retry_after_is_honoured() -> None:

@@ -7,7 +7,7 @@ import pytest
 import respx
 
 from proposer import ModelClient, ProposerConfig, price_for, resolve_endpoint
-from proposer.client import ToolsUnsupported
+from proposer.client import ToolsUnsupported, reflection_api_key
 from proposer.tools import TOOL_SPECS
 from schemas import ProposerError, UserError
 from tests.proposer.fakes import Script, completion, config, scripted
@@ -173,3 +173,32 @@ def test_config_from_run_config() -> None:
         ProposerConfig.from_run_config(RunConfig())
     with pytest.raises(UserError, match="mode"):
         ProposerConfig(model="m", mode="fancy")
+
+
+@pytest.mark.parametrize("status", [401, 400, 500])
+async def test_a_key_echoed_by_the_endpoint_is_masked_and_not_chained(
+    monkeypatch, status: int
+) -> None:
+    key = "plain words 42 no prefix"
+    monkeypatch.setenv("ECHO_KEY", key)
+    body = {"error": {"message": f"Incorrect API key provided: {key}.", "type": "bad"}}
+    with respx.mock() as router:
+        router.post("https://api.openai.com/v1/chat/completions").mock(
+            return_value=httpx.Response(status, json=body)
+        )
+        client = ModelClient(ProposerConfig(model="gpt-4.1", api_key_env="ECHO_KEY", max_retries=0))
+        with pytest.raises((UserError, ProposerError)) as info:
+            await client.chat(MESSAGES)
+        await client.aclose()
+    assert "Incorrect API key provided: ***." in str(info.value)
+    assert key not in str(info.value)
+    # The openai exception still holds the key: it is not kept as the cause to print.
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_reflection_api_key_follows_the_routing() -> None:
+    env = {"OPENAI_API_KEY": "openai-key-1", "OPENROUTER_API_KEY": "router-key-2", "MINE": "k3"}
+    assert reflection_api_key("gpt-4.1", None, "OPENAI_API_KEY", env) == "openai-key-1"
+    assert reflection_api_key("openrouter/x/y", None, "OPENAI_API_KEY", env) == "router-key-2"
+    assert reflection_api_key("gpt-4.1", None, "MINE", env) == "k3"
+    assert reflection_api_key(None, None, "UNSET", env) is None
