@@ -79,6 +79,7 @@ def create_app(
     settings = settings or ServiceSettings()
     owns = not isinstance(workspace, Workspace)
     ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace
+    ws.scrubber.add(settings.token, settings.container_token)  # never stored, never served
     manager = RunManager(
         ws, container_token=settings.container_token, policy=settings.policy, http=http
     )

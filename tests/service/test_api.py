@@ -369,3 +369,15 @@ async def test_two_starts_at_once_start_the_run_once(
     assert "already running" in conflict.json()["error"]["message"]
     view = await wait_status(api, run_id, {"completed", "failed"})
     assert view["status"] == "completed", view["error"]
+
+
+async def test_the_service_token_is_never_stored_even_where_a_config_repeats_it(
+    tmp_path: Path, reflection_url: str
+) -> None:
+    token = "svc-Token-0123456789"  # no known key shape: only the service knows it is secret
+    async with service(tmp_path / "ws", None, ServiceSettings(token=token)) as (api, _):
+        api.headers["Authorization"] = f"Bearer {token}"
+        view = await _create(api, reflection_url, task_model=f"student ({token})")
+    assert token not in json.dumps(view)
+    stored = (tmp_path / "ws" / "workspace.sqlite").read_bytes().decode("latin-1")
+    assert token not in stored and view["config"]["task_model"] == "student (***)"
