@@ -236,6 +236,9 @@ class RolloutQueue:
         gathered: asyncio.Future[list[RolloutRecord]] = asyncio.ensure_future(
             asyncio.gather(*futures)
         )
+        # Read its outcome even when nobody awaits it (a cancelled run), or asyncio logs
+        # "exception was never retrieved" with a traceback.
+        gathered.add_done_callback(lambda f: f.cancelled() or f.exception())
         committer = self._tasks[-1]
         waiting: list[asyncio.Future[Any]] = [gathered, committer]
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)

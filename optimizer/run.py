@@ -5,6 +5,14 @@ Phases: ``evaluating_baseline -> searching -> evaluating_best -> finalizing -> c
 ``searching`` phase (``GepaSearch`` or ``MiproSearch``); every other phase is shared.
 ``run_optimization`` creates a run or resumes one by id; a resumed run replays its logged
 iterations from the workspace and pays for no finished rollout twice.
+
+One process executes a run at a time: it holds the run's lease (:mod:`optimizer.lease`)
+from start to end. A cancelled run (Ctrl-C, SIGTERM, the service's cancel) is recorded as
+``cancelled`` and resumes by id. A resumed run must meet the program it started on (same
+program id and components); a new fingerprint of that program is reported and its rollouts
+are paid again (the cache key holds the fingerprint). The container is asked for its program
+again at every phase and every ``PROGRAM_CHECK_S`` seconds: a run whose container changed
+under it stops, since scores of two versions cannot be compared.
 """
 
 from __future__ import annotations
@@ -19,34 +27,47 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from optimizer.budget import Budget, resolve_metric_calls
 from optimizer.client import ContainerClient, RetryPolicy
-from optimizer.dispatch import ErrorGate, RolloutQueue, SeedResult
+from optimizer.dispatch import RolloutQueue, SeedResult
 from optimizer.events import EventSink, Listener
 from optimizer.evidence import EvidenceInputs, write_evidence
+from optimizer.failures import DiagnosingGate
+from optimizer.lease import HeldLease, hold_lease
 from optimizer.mipro import InstructionSource, MiproSearch, load_optuna, surface_for
-from optimizer.plan import RunPlan, default_proposals_in_flight, plan_run
+from optimizer.plan import (
+    RunPlan,
+    auto_budget_warning,
+    default_proposals_in_flight,
+    holdout_overlap,
+    plan_run,
+)
 from optimizer.promotion import select_and_promote, selection_need
 from optimizer.search import GepaSearch, ProposerLike, SearchDeps, evaluations_of
 from optimizer.state import SearchState
 from proposer import CandidateView, ComponentSpec, ProposalRequest, Proposer, ProposerConfig
 from schemas import (
     CandidateRecord,
+    ContainerError,
     GepaError,
     ModelUsage,
     Policy,
     Program,
     ProposerError,
     RunConfig,
+    RunLeased,
     RunRecord,
     UserError,
     candidate_id_for,
     content_hash,
 )
-from workspace import Workspace
+from workspace import Workspace, scrub
 
-__all__ = ["RunResult", "run_optimization"]
+__all__ = ["PROGRAM_CHECK_S", "RunResult", "run_optimization"]
+
+PROGRAM_CHECK_S = 60.0  # how often a running run asks GET /program again, besides each phase
 
 
 @dataclass(frozen=True)
@@ -78,6 +99,7 @@ class _Run:
         proposer: ProposerLike | None,
         http: httpx.AsyncClient | None,
         listeners: list[Listener],
+        held: HeldLease | None = None,
     ) -> None:
         if config.proposals_in_flight is None:
             config = config.model_copy(
@@ -95,13 +117,75 @@ class _Run:
             self.events.subscribe(listener)
         self.rng = random.Random(config.seed)
         self.started = time.time()
+        self.held = held
+        self.client: ContainerClient | None = None
+        self.program: Program | None = None  # what the container served when the run began
+        self._halted: GepaError | None = None
+        self._owner: asyncio.Task[Any] | None = None
 
     async def phase(self, phase: str, **fields: Any) -> None:
+        await self._recheck_program()
         await self.workspace.update_run(self.record.run_id, phase=phase, **fields)  # type: ignore[arg-type]
         await self.events.emit("phase", {"phase": phase})
 
+    async def warn(self, message: str) -> None:
+        """A ``warning`` event: logged with the run, shown on stderr by the CLI."""
+        await self.events.emit("warning", {"message": message})
+
+    def halt(self, error: GepaError) -> None:
+        """Stop the run from a background task: ``guarded`` raises ``error``."""
+        if self._halted is None and self._owner is not None:
+            self._halted = error
+            self._owner.cancel()
+
+    async def guarded(self) -> RunResult:
+        """``execute``, recording how it ended: failed, cancelled, or taken over."""
+        owner = self._owner = asyncio.current_task()
+        try:
+            try:
+                return await self.execute()
+            except asyncio.CancelledError:
+                reason = self._stop_reason()
+                if reason is None or owner is None:
+                    raise
+                owner.uncancel()  # the cancellation was ours, a way to deliver ``reason``
+                raise reason from None
+        except RunLeased:
+            raise  # the process that took the run over owns its status now
+        except (GepaError, OSError, httpx.HTTPError) as exc:
+            await self.workspace.update_run(
+                self.record.run_id, status="failed", phase="failed", error=str(exc)
+            )
+            await self.events.emit("phase", {"phase": "failed", "error": str(exc)})
+            raise
+        except asyncio.CancelledError:
+            await asyncio.shield(self._cancelled())
+            raise
+
+    def _stop_reason(self) -> GepaError | None:
+        if self.held is not None and self.held.lost is not None:
+            return RunLeased(
+                f"run {self.record.run_id} was taken over by {self.held.lost}, because this "
+                "process's lease heartbeat stalled; this process stopped and leaves the run "
+                "to it"
+            )
+        return self._halted
+
+    async def _cancelled(self) -> None:
+        # No event: the service follows with its own (a shutdown leaves the run "running").
+        run_id = self.record.run_id
+        await self.workspace.update_run(
+            run_id,
+            status="cancelled",
+            error=f"cancelled; resume it with `gepa-runtime optimize run {run_id} "
+            f"--workspace {self.workspace.root}`",
+        )
+
     async def execute(self) -> RunResult:
         cfg = self.config
+        if self.held is not None and self.held.takeover is not None:
+            previous, why = self.held.takeover.previous, self.held.takeover.reason
+            await self.warn(f"took run {previous.run_id} over from {previous.describe()}: {why}")
         token = cfg.container_token.get_secret_value() if cfg.container_token else None
         client = ContainerClient(
             cfg.containers,
@@ -115,12 +199,77 @@ class _Run:
             ),
             max_connections=max(cfg.concurrency * 2, 16),
         )
+        self.client = client
         try:
             await client.check_health()
             program = await client.program()
-            return await self._with_program(client, program)
+            await self._check_resumed(program)
+            self.program = program
+            watch = asyncio.create_task(self._watch_program(), name="program-watch")
+            try:
+                return await self._with_program(client, program)
+            finally:
+                watch.cancel()
         finally:
             await client.aclose()
+
+    async def _check_resumed(self, program: Program) -> None:
+        """A resumed run meets the program it started on; a new version of it is reported."""
+        record = self.record
+        if record.program_id is None:  # never reached its container before
+            return
+        seeds = [
+            c for c in await self.workspace.list_candidates(record.run_id) if c.origin == "seed"
+        ]
+        stored = sorted(seeds[0].components) if seeds else None
+        served = sorted(c.name for c in program.components)
+        if record.program_id != program.program_id or (stored is not None and stored != served):
+            raise UserError(
+                f"run {record.run_id} was started on program {record.program_id!r} "
+                f"(components {', '.join(stored or ['?'])}), but "
+                f"{', '.join(self.config.containers)} serves {program.program_id!r} (components "
+                f"{', '.join(served)}); resume it with --container pointing at the program it "
+                "started on, or start a new run for this program (nothing stored was changed)"
+            )
+        if record.fingerprint and record.fingerprint != program.fingerprint:
+            message = (
+                f"program {program.program_id!r} changed since run {record.run_id} last ran "
+                f"(fingerprint {record.fingerprint[:12]} -> {program.fingerprint[:12]}: its code, "
+                "data, splits, verifier or model changed); rollouts scored by the old version "
+                "are not reused: they are paid again and count against the budget"
+            )
+            await self.warn(message)
+
+    async def _recheck_program(self) -> None:
+        """Stop the run (``ContainerError``) if its container now serves another program."""
+        if self.client is None or self.program is None:
+            return
+        try:
+            now = await self.client.program()
+        except (httpx.HTTPError, ContainerError):
+            return  # unreachable right now: the rollouts' retries deal with an outage
+        before = self.program
+        if (now.program_id, now.fingerprint) == (before.program_id, before.fingerprint):
+            return
+        run_id = self.record.run_id
+        message = (
+            f"the container changed during run {run_id}: it served {before.program_id!r} "
+            f"(fingerprint {before.fingerprint[:12]}) and now serves {now.program_id!r} "
+            f"({now.fingerprint[:12]}); scores of two versions cannot be compared, so the run "
+            f"stops. Resume it with `gepa-runtime optimize run {run_id}` to score it on the new "
+            "version (its rollouts are paid again), or bring the old version back"
+        )
+        await self.warn(message)
+        raise ContainerError(message)
+
+    async def _watch_program(self) -> None:
+        while True:
+            await asyncio.sleep(PROGRAM_CHECK_S)
+            try:
+                await self._recheck_program()
+            except GepaError as exc:
+                self.halt(exc)
+                return
 
     async def _with_program(self, client: ContainerClient, program: Program) -> RunResult:
         cfg, run_id = self.config, self.record.run_id
@@ -145,7 +294,7 @@ class _Run:
             events=self.events,
             concurrency=cfg.concurrency,
             policy=Policy(model=cfg.task_model),
-            error_gate=ErrorGate(max_rate=cfg.max_error_rate),
+            error_gate=DiagnosingGate(max_rate=cfg.max_error_rate, timeout_s=cfg.rollout_timeout_s),
         ) as queue:
             await self.phase("evaluating_baseline")
             train, baseline_holdout = await self._baseline(queue, state, base, plan, budget)
@@ -237,11 +386,22 @@ class _Run:
                     f"program {program.program_id!r} has no {split} seeds: "
                     f"give the container a {split} split"
                 )
+        leaks = holdout_overlap(seeds.train, seeds.val, seeds.holdout)
+        if leaks:
+            shown = ", ".join(leaks[:10]) + (
+                f" and {len(leaks) - 10} more" if len(leaks) > 10 else ""
+            )
+            raise UserError(
+                f"program {program.program_id!r} has {len(leaks)} holdout seed(s) that are also "
+                f"train or val seeds: {shown}. The lift is measured on holdout seeds that took "
+                "no part in the search; make the container's splits disjoint (--splits-file)"
+            )
         limit = resolve_metric_calls(
             cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
         )
         if limit is None:
             raise UserError("no budget: pass --max-metric-calls N or --auto light|medium|heavy")
+        auto = cfg.auto if cfg.max_metric_calls is None else None
         plan = plan_run(
             limit,
             train=seeds.train,
@@ -267,7 +427,11 @@ class _Run:
                     "val": len(seeds.val),
                     "holdout": len(seeds.holdout),
                 },
-                "budget": {"max_metric_calls": limit, "max_cost_usd": cfg.max_cost_usd},
+                "budget": {
+                    "max_metric_calls": limit,
+                    "max_cost_usd": cfg.max_cost_usd,
+                    "auto": auto,
+                },
                 "plan": {
                     "train": len(plan.train),
                     "holdout": len(plan.holdout),
@@ -279,6 +443,11 @@ class _Run:
                 "proposals_in_flight": cfg.proposals_in_flight,
             },
         )
+        large = auto and auto_budget_warning(
+            limit, auto, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
+        )
+        if large:
+            await self.warn(large)
         return plan, budget
 
     async def _state(self, program: Program, plan: RunPlan) -> tuple[SearchState, CandidateRecord]:
@@ -426,11 +595,18 @@ def _strategy(
     )
 
 
-def _merge_secrets(stored: dict[str, Any], given: RunConfig | None) -> RunConfig:
+def _merge_secrets(run_id: str, stored: dict[str, Any], given: RunConfig | None) -> RunConfig:
     data = {k: v for k, v in stored.items() if v != "***"}
     if given is not None and given.container_token is not None:
         data["container_token"] = given.container_token.get_secret_value()
-    return RunConfig.model_validate(data)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UserError(
+            f"the stored config of run {run_id} is not valid any more ({problems}); "
+            "create a new run"
+        ) from exc
 
 
 async def run_optimization(
@@ -445,37 +621,36 @@ async def run_optimization(
     """Run (or resume, with ``run_id``) a GEPA optimization and write its evidence packet.
 
     ``config`` is required for a new run; for a resumed run the stored config is used and
-    ``config`` only supplies secrets (the container token), which are never stored.
+    ``config`` only supplies secrets (the container token), which are never stored, and
+    container URLs. ``RunLeased`` while another live process executes the run.
     """
     owns = not isinstance(workspace, Workspace)
     ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace
     if owns:
         await ws.open()
     try:
+        new = run_id is None
         if run_id is None:
             if config is None:
                 raise UserError("a new run needs a config (containers, reflection model, budget)")
-            record = await ws.create_run(config)
-            cfg = config
-        else:
-            record = await ws.get_run(run_id)
-            if record.status == "completed":
-                raise UserError(f"run {run_id} already completed; see {ws.run_dir(run_id)}")
-            cfg = _merge_secrets(record.config, config)
-            if config is not None and config.containers:
-                cfg = cfg.model_copy(update={"containers": config.containers})
-        run = _Run(cfg, record, ws, proposer, http, [on_event] if on_event else [])
-        try:
-            return await run.execute()
-        except (GepaError, OSError, httpx.HTTPError) as exc:
-            await ws.update_run(record.run_id, status="failed", phase="failed", error=str(exc))
-            await run.events.emit("phase", {"phase": "failed", "error": str(exc)})
-            raise
-        except asyncio.CancelledError:
-            await asyncio.shield(
-                ws.update_run(record.run_id, status="cancelled", error="cancelled")
-            )
-            raise
+            run_id = (await ws.create_run(config)).run_id
+        async with hold_lease(ws, run_id) as held:
+            record = await ws.get_run(run_id)  # read under the lease: nobody else changes it
+            cfg = config if new and config is not None else _resumed_config(ws, record, config)
+            run = _Run(cfg, record, ws, proposer, http, [on_event] if on_event else [], held)
+            return await run.guarded()
     finally:
         if owns:
             await ws.close()
+
+
+def _resumed_config(ws: Workspace, record: RunRecord, given: RunConfig | None) -> RunConfig:
+    """The stored config of a run to resume, with the given secrets and container URLs."""
+    if record.status == "completed":
+        raise UserError(f"run {record.run_id} already completed; see {ws.run_dir(record.run_id)}")
+    if given is not None and scrub(given.redacted()) == record.config:
+        return given  # the run's own config (just created from it), with what storing removed
+    cfg = _merge_secrets(record.run_id, record.config, given)
+    if given is not None and given.containers:
+        cfg = cfg.model_copy(update={"containers": given.containers})
+    return cfg

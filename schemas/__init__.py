@@ -20,6 +20,7 @@ from schemas.exceptions import (
     ProtocolViolation,
     Retryable,
     RolloutFailed,
+    RunLeased,
     UserError,
     WorkspaceError,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "RolloutRequest",
     "RolloutResponse",
     "RunConfig",
+    "RunLeased",
     "RunRecord",
     "RunStatus",
     "Seeds",
