@@ -38,10 +38,15 @@ async def hold_lease(
     workspace: Workspace,
     run_id: str,
     *,
-    every_s: float = HEARTBEAT_S,
-    timeout_s: float = LEASE_TIMEOUT_S,
+    every_s: float | None = None,
+    timeout_s: float | None = None,
 ) -> AsyncIterator[HeldLease]:
-    """Hold the lease of ``run_id`` for the body; the calling task is cancelled if it is lost."""
+    """Hold the lease of ``run_id`` for the body; the calling task is cancelled if it is lost.
+
+    ``every_s`` and ``timeout_s`` default to ``HEARTBEAT_S`` and ``LEASE_TIMEOUT_S``.
+    """
+    every_s = HEARTBEAT_S if every_s is None else every_s
+    timeout_s = LEASE_TIMEOUT_S if timeout_s is None else timeout_s
     lease, takeover = await workspace.acquire_lease(run_id, timeout_s=timeout_s)
     held = HeldLease(lease, takeover)
     owner = asyncio.current_task()
