@@ -197,16 +197,17 @@ def _run(args: argparse.Namespace) -> int:
     root = resolve_workspace(args.workspace)
     bar = None if args.quiet else ProgressBar()
     run_ids: list[str] = []  # the run's id once it exists, for the resume hint
+    stopped: BaseException | None = None
     try:
         result = _until_signal(_run_local(args, root, _console(bar), run_ids))
     except (KeyboardInterrupt, _Terminated) as exc:
-        if bar is not None:
-            bar.close()
-            bar = None
-        return _interrupted(args, root, run_ids, exc)
+        stopped = exc
     finally:
         if bar is not None:
-            bar.close()
+            with contextlib.suppress(OSError):  # a terminal closed by SIGHUP
+                bar.close()
+    if stopped is not None:
+        return _interrupted(args, root, run_ids, stopped)
     _print_result(result)
     return 0
 
@@ -258,8 +259,7 @@ def _interrupted(
     args: argparse.Namespace, root: Path, run_ids: list[str], exc: BaseException
 ) -> int:
     """Say how the run ended and how to resume it; the exit code of the signal."""
-    what = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
-    code = 130 if isinstance(exc, KeyboardInterrupt) else 128 + exc.signum  # type: ignore[attr-defined]
+    what, code = (str(exc), 128 + exc.signum) if isinstance(exc, _Terminated) else ("Ctrl-C", 130)
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes stderr with it
         if not run_ids:
             print(f"interrupted ({what}) before the run was created", file=sys.stderr)
