@@ -229,7 +229,7 @@ class _Run:
                 f"(components {', '.join(stored or ['?'])}), but "
                 f"{', '.join(self.config.containers)} serves {program.program_id!r} (components "
                 f"{', '.join(served)}); resume it with --container pointing at the program it "
-                "started on, or start a new run for this program (nothing stored was changed)"
+                "started on, or start a new run for this program (its candidates and rollouts are kept)"
             )
         if record.fingerprint and record.fingerprint != program.fingerprint:
             message = (

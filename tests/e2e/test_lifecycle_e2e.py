@@ -131,6 +131,7 @@ def test_a_second_process_is_refused_and_a_dead_holder_is_taken_over(
         try:
             rid = _wait_paid(root, first, 8)
             second = _cli("optimize", "run", rid, "--workspace", str(root), "--quiet")
+            shown = _cli("runs", "show", rid, "--workspace", str(root))
             assert first.poll() is None  # the first one was not disturbed
             status = _read(root, lambda ws: ws.get_run(rid)).status
         finally:
@@ -142,6 +143,7 @@ def test_a_second_process_is_refused_and_a_dead_holder_is_taken_over(
         )
         assert " since 20" in second.stderr and "last heartbeat" in second.stderr
         assert status == "running"  # the refused process left the run to its holder
+        assert f"being run by pid {first.pid} on host {socket.gethostname()}" in shown.stdout
 
         committed, before = _committed(root), rollout_calls(log)
         third = _cli("optimize", "run", rid, "--workspace", str(root), "--quiet")
