@@ -121,3 +121,16 @@ async def test_write_json_never_writes_bare_nan(ws: Workspace, run_id: str) -> N
 
     data = json.loads(path.read_text(), parse_constant=refuse)
     assert data == {"lift": None, "ci": [None, 0.5], "nested": {"x": None}}
+
+
+async def test_a_held_run_is_not_deleted_and_a_deleted_run_takes_its_lease_along(
+    ws: Workspace, run_id: str
+) -> None:
+    lease, _ = await ws.acquire_lease(run_id)
+    with pytest.raises(RunLeased, match=f"pid {os.getpid()}"):
+        await ws.delete_run(run_id)
+    assert (await ws.get_run(run_id)).run_id == run_id  # still there
+    _set_lease(ws.root, run_id, pid=_dead_pid())  # its holder died: the run may go
+    await ws.delete_run(run_id)
+    with sqlite3.connect(ws.root / "workspace.sqlite") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0
