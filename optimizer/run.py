@@ -41,16 +41,15 @@ from optimizer.plan import (
     RunPlan,
     auto_budget_warning,
     default_proposals_in_flight,
-    holdout_overlap,
     plan_run,
 )
+from optimizer.program_check import ProgramWatch, check_resumed, check_splits
 from optimizer.promotion import select_and_promote, selection_need
 from optimizer.search import GepaSearch, ProposerLike, SearchDeps, evaluations_of
 from optimizer.state import SearchState
 from proposer import CandidateView, ComponentSpec, ProposalRequest, Proposer, ProposerConfig
 from schemas import (
     CandidateRecord,
-    ContainerError,
     GepaError,
     ModelUsage,
     Policy,
@@ -118,13 +117,13 @@ class _Run:
         self.rng = random.Random(config.seed)
         self.started = time.time()
         self.held = held
-        self.client: ContainerClient | None = None
-        self.program: Program | None = None  # what the container served when the run began
+        self.watch: ProgramWatch | None = None  # set once the container served its program
         self._halted: GepaError | None = None
         self._owner: asyncio.Task[Any] | None = None
 
     async def phase(self, phase: str, **fields: Any) -> None:
-        await self._recheck_program()
+        if self.watch is not None:
+            await self.watch.check()
         await self.workspace.update_run(self.record.run_id, phase=phase, **fields)  # type: ignore[arg-type]
         await self.events.emit("phase", {"phase": phase})
 
@@ -199,77 +198,29 @@ class _Run:
             ),
             max_connections=max(cfg.concurrency * 2, 16),
         )
-        self.client = client
         try:
             await client.check_health()
             program = await client.program()
             await self._check_resumed(program)
-            self.program = program
-            watch = asyncio.create_task(self._watch_program(), name="program-watch")
+            self.watch = ProgramWatch(client, program, self.record.run_id, self.warn)
+            every = asyncio.create_task(self.watch.every(PROGRAM_CHECK_S, self.halt))
             try:
                 return await self._with_program(client, program)
             finally:
-                watch.cancel()
+                every.cancel()
         finally:
             await client.aclose()
 
     async def _check_resumed(self, program: Program) -> None:
-        """A resumed run meets the program it started on; a new version of it is reported."""
-        record = self.record
-        if record.program_id is None:  # never reached its container before
-            return
         seeds = [
-            c for c in await self.workspace.list_candidates(record.run_id) if c.origin == "seed"
+            c
+            for c in await self.workspace.list_candidates(self.record.run_id)
+            if c.origin == "seed"
         ]
-        stored = sorted(seeds[0].components) if seeds else None
-        served = sorted(c.name for c in program.components)
-        if record.program_id != program.program_id or (stored is not None and stored != served):
-            raise UserError(
-                f"run {record.run_id} was started on program {record.program_id!r} "
-                f"(components {', '.join(stored or ['?'])}), but "
-                f"{', '.join(self.config.containers)} serves {program.program_id!r} (components "
-                f"{', '.join(served)}); resume it with --container pointing at the program it "
-                "started on, or start a new run for this program (its candidates and rollouts are kept)"
-            )
-        if record.fingerprint and record.fingerprint != program.fingerprint:
-            message = (
-                f"program {program.program_id!r} changed since run {record.run_id} last ran "
-                f"(fingerprint {record.fingerprint[:12]} -> {program.fingerprint[:12]}: its code, "
-                "data, splits, verifier or model changed); rollouts scored by the old version "
-                "are not reused: they are paid again and count against the budget"
-            )
-            await self.warn(message)
-
-    async def _recheck_program(self) -> None:
-        """Stop the run (``ContainerError``) if its container now serves another program."""
-        if self.client is None or self.program is None:
-            return
-        try:
-            now = await self.client.program()
-        except (httpx.HTTPError, ContainerError):
-            return  # unreachable right now: the rollouts' retries deal with an outage
-        before = self.program
-        if (now.program_id, now.fingerprint) == (before.program_id, before.fingerprint):
-            return
-        run_id = self.record.run_id
-        message = (
-            f"the container changed during run {run_id}: it served {before.program_id!r} "
-            f"(fingerprint {before.fingerprint[:12]}) and now serves {now.program_id!r} "
-            f"({now.fingerprint[:12]}); scores of two versions cannot be compared, so the run "
-            f"stops. Resume it with `gepa-runtime optimize run {run_id}` to score it on the new "
-            "version (its rollouts are paid again), or bring the old version back"
-        )
-        await self.warn(message)
-        raise ContainerError(message)
-
-    async def _watch_program(self) -> None:
-        while True:
-            await asyncio.sleep(PROGRAM_CHECK_S)
-            try:
-                await self._recheck_program()
-            except GepaError as exc:
-                self.halt(exc)
-                return
+        stored = list(seeds[0].components) if seeds else None
+        warning = check_resumed(self.record, program, stored, self.config.containers)
+        if warning:
+            await self.warn(warning)
 
     async def _with_program(self, client: ContainerClient, program: Program) -> RunResult:
         cfg, run_id = self.config, self.record.run_id
@@ -380,22 +331,7 @@ class _Run:
         cfg, run_id, seeds = self.config, self.record.run_id, program.seeds
         if cfg.method == "mipro":
             load_optuna()  # fail before paying for the baseline when the extra is missing
-        for split in ("train", "holdout"):
-            if not getattr(seeds, split):
-                raise UserError(
-                    f"program {program.program_id!r} has no {split} seeds: "
-                    f"give the container a {split} split"
-                )
-        leaks = holdout_overlap(seeds.train, seeds.val, seeds.holdout)
-        if leaks:
-            shown = ", ".join(leaks[:10]) + (
-                f" and {len(leaks) - 10} more" if len(leaks) > 10 else ""
-            )
-            raise UserError(
-                f"program {program.program_id!r} has {len(leaks)} holdout seed(s) that are also "
-                f"train or val seeds: {shown}. The lift is measured on holdout seeds that took "
-                "no part in the search; make the container's splits disjoint (--splits-file)"
-            )
+        check_splits(program)
         limit = resolve_metric_calls(
             cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
         )
