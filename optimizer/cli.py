@@ -2,13 +2,15 @@
 
 Each command group lives in its own module and registers itself with ``add_parser``; this
 module only builds the top-level parser, dispatches, and turns the error tree into exit
-codes: ``UserError`` -> 2 with the fix, other ``GepaError`` -> 1, Ctrl-C -> 130.
+codes: ``UserError`` -> 2 with the fix, other ``GepaError`` -> 1, Ctrl-C -> 130, and a reader
+that closed our stdout (``runs show RID | head``) -> 141, quietly, as other CLIs end on SIGPIPE.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -42,10 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        args = build_parser().parse_args(argv)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+        return code
     except UserError as exc:
         print(f"error: {scrub_text(str(exc))}", file=sys.stderr)
         return 2
@@ -55,6 +58,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter flushes it at exit, which would raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

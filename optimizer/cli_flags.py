@@ -7,6 +7,7 @@ whose env var is set) reach the config, so a resumed run is not overridden by de
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +47,17 @@ def _bool(text: str) -> bool:
     if text.lower() in ("0", "false", "no", "off"):
         return False
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def _finite(text: str) -> float:
+    """A float flag: NaN and infinities are refused (NaN passes every comparison silently)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 FLAGS: tuple[Flag, ...] = (
@@ -93,7 +105,7 @@ FLAGS: tuple[Flag, ...] = (
         "budget from split sizes (formula in the README)",
         choices=("light", "medium", "heavy"),
     ),
-    Flag("--max-cost-usd", "max_cost_usd", "budget: student + proposer dollars", float),
+    Flag("--max-cost-usd", "max_cost_usd", "budget: student + proposer dollars", _finite),
     Flag("--concurrency", "concurrency", "rollouts in flight (default 4)", int),
     Flag("--minibatch-size", "minibatch_size", "seeds per minibatch gate (default 4)", int),
     Flag(
@@ -114,14 +126,17 @@ FLAGS: tuple[Flag, ...] = (
         "--min-holdout-improvement",
         "min_holdout_improvement",
         "lift needed to promote (default 0)",
-        float,
+        _finite,
     ),
     Flag("--seed", "seed", "random seed (default 0)", int),
     Flag(
         "--max-retries", "max_retries", "retries per rollout on 429/5xx/timeouts (default 5)", int
     ),
     Flag(
-        "--rollout-timeout", "rollout_timeout_s", "seconds per rollout request (default 300)", float
+        "--rollout-timeout",
+        "rollout_timeout_s",
+        "seconds per rollout request (default 300)",
+        _finite,
     ),
     Flag(
         "--max-response-mib",
@@ -133,13 +148,13 @@ FLAGS: tuple[Flag, ...] = (
         "--max-error-rate",
         "max_error_rate",
         "stop when this share of rollouts fails (default 0.25)",
-        float,
+        _finite,
     ),
     Flag(
         "--retry-base-delay",
         "retry_base_delay_s",
         "first retry delay in seconds, doubling (default 0.5)",
-        float,
+        _finite,
     ),
     Flag(
         "--max-idle-iterations",

@@ -6,16 +6,24 @@ reflection call, nothing stored); ``run`` runs a stored run (or resumes it) by i
 everything in one shot without one. ``--module`` serves the target in-process
 (:mod:`optimizer.embedded`); ``--server URL`` hands the run to a ``gepa-runtime serve`` and
 follows its events instead of running here.
+
+A local run ends cleanly on Ctrl-C, SIGTERM and SIGHUP: it is recorded as ``cancelled`` and
+the command that resumes it is printed. Warnings of the run (a large ``--auto`` budget, a
+changed program, a lease taken over) are printed on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shlex
+import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 from optimizer.cli_flags import (
     add_config_flags,
@@ -24,16 +32,19 @@ from optimizer.cli_flags import (
     config_overrides,
 )
 from optimizer.embedded import absolute_paths, run_stored, stored_config
+from optimizer.events import Listener
 from optimizer.mipro import load_optuna
 from optimizer.preflight import SAMPLE_ROLLOUTS, preflight, render_findings
 from optimizer.progress import ProgressBar
 from optimizer.report import promotion_summary
-from optimizer.run import RunResult, run_optimization
+from optimizer.run import RunResult
 from optimizer.service.remote import ServiceClient
-from schemas import GepaError, RunConfig, UserError
+from schemas import Event, GepaError, RunConfig, UserError
 from workspace import Workspace, resolve_workspace
 
 __all__ = ["add_parser", "check_runnable"]
+
+T = TypeVar("T")
 
 OFFLINE_HINT = (
     "offline, start the local models with `gepa-runtime models serve` and pass "
@@ -185,33 +196,126 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(_run_remote(args))
     root = resolve_workspace(args.workspace)
     bar = None if args.quiet else ProgressBar()
+    run_ids: list[str] = []  # the run's id once it exists, for the resume hint
+    stopped: BaseException | None = None
     try:
-        result = asyncio.run(_run_local(args, root, bar))
+        result = _until_signal(_run_local(args, root, _console(bar), run_ids))
+    except (KeyboardInterrupt, _Terminated) as exc:
+        stopped = exc
     finally:
         if bar is not None:
-            bar.close()
+            with contextlib.suppress(OSError):  # a terminal closed by SIGHUP
+                bar.close()
+    if stopped is not None:
+        return _interrupted(args, root, run_ids, stopped)
     _print_result(result)
     return 0
+
+
+class _Terminated(Exception):
+    """The process got SIGTERM or SIGHUP; the run was cancelled as on Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _until_signal(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run``, with SIGTERM and SIGHUP handled like Ctrl-C.
+
+    Their default action kills the process at once and leaves the run ``running`` forever;
+    here they cancel the main task instead, so the run records itself ``cancelled`` (and
+    gives up its lease) before ``_Terminated`` ends the command.
+    """
+
+    async def main() -> T:
+        task, loop = asyncio.current_task(), asyncio.get_running_loop()
+        assert task is not None
+        got: list[int] = []
+
+        def stop(signum: int) -> None:
+            got.append(signum)
+            task.cancel()
+
+        handled = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s]
+        for signum in handled:
+            with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
+                loop.add_signal_handler(signum, stop, signum)
+        try:
+            return await coro
+        except asyncio.CancelledError:
+            if got:
+                raise _Terminated(got[0]) from None
+            raise
+        finally:
+            for signum in handled:
+                with contextlib.suppress(NotImplementedError):
+                    loop.remove_signal_handler(signum)
+
+    return asyncio.run(main())
+
+
+def _interrupted(
+    args: argparse.Namespace, root: Path, run_ids: list[str], exc: BaseException
+) -> int:
+    """Say how the run ended and how to resume it; the exit code of the signal."""
+    what, code = (str(exc), 128 + exc.signum) if isinstance(exc, _Terminated) else ("Ctrl-C", 130)
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes stderr with it
+        if not run_ids:
+            print(f"interrupted ({what}) before the run was created", file=sys.stderr)
+            return code
+        token = ' --token "$GEPA_CONTAINER_TOKEN"' if args.token else ""
+        print(
+            f"run {run_ids[0]} cancelled ({what}); resume it with:\n"
+            f"  gepa-runtime optimize run {run_ids[0]} {_where(args, root)}{token}",
+            file=sys.stderr,
+        )
+    return code
+
+
+def _console(bar: ProgressBar | None) -> Listener:
+    """The listener of a run in this terminal: the progress line, warnings, an --auto budget."""
+
+    def note(text: str) -> None:
+        if bar is not None:
+            bar.note(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def on_event(event: Event) -> None:
+        if event.type == "warning":
+            note(f"warning: {event.data.get('message')}")
+        elif event.type == "program" and (event.data.get("budget") or {}).get("auto"):
+            budget = event.data["budget"]
+            note(
+                f"budget: {budget['max_metric_calls']:,} metric calls from --auto "
+                f"{budget['auto']} (cap it with --max-metric-calls N)"
+            )
+        if bar is not None:
+            bar(event)
+
+    return on_event
 
 
 def _serving(url: str) -> None:
     print(f"serving the --module target in-process on {url}", file=sys.stderr)
 
 
-async def _run_local(args: argparse.Namespace, root: Path, bar: ProgressBar | None) -> RunResult:
-    if args.run_id is None:
-        config = _new_config(args)
-        if not config.module:
-            return await run_optimization(config, workspace=root, on_event=bar)
-        async with Workspace(root) as ws:
-            record = await ws.create_run(config)
-            return await run_stored(
-                ws, record.run_id, secrets=config, on_event=bar, on_serving=_serving
-            )
-    overrides = config_from_args(args) if config_overrides(args) else None
+async def _run_local(
+    args: argparse.Namespace, root: Path, listener: Listener, run_ids: list[str]
+) -> RunResult:
     async with Workspace(root) as ws:
+        if args.run_id is None:
+            config = _new_config(args)
+            record = await ws.create_run(config)
+            run_ids.append(record.run_id)
+            return await run_stored(
+                ws, record.run_id, secrets=config, on_event=listener, on_serving=_serving
+            )
+        run_ids.append(args.run_id)
+        overrides = config_from_args(args) if config_overrides(args) else None
         return await run_stored(
-            ws, args.run_id, secrets=overrides, on_event=bar, on_serving=_serving
+            ws, args.run_id, secrets=overrides, on_event=listener, on_serving=_serving
         )
 
 
@@ -231,7 +335,7 @@ async def _run_remote(args: argparse.Namespace) -> int:
         )
         bar = None if args.quiet else ProgressBar()
         try:
-            end = await client.follow(run_id, bar or (lambda event: None))
+            end = await client.follow(run_id, _console(bar))
         finally:
             if bar is not None:
                 bar.close()

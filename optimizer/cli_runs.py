@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from optimizer.cli_flags import add_workspace_flag
 from optimizer.report import promotion_summary
 from optimizer.service import Digests, candidate_views, run_view, trial_views
 from schemas import RunRecord, UserError
-from workspace import Workspace, resolve_workspace
+from workspace import Lease, Workspace, resolve_workspace
 
 __all__ = ["EXPORT_FORMAT", "add_parser", "export_run"]
 
@@ -46,13 +47,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def _open(args: argparse.Namespace) -> Workspace:
+    """The workspace, opened read-only when this process may not write it (these commands only
+    read; a writable one is opened as a writer so that an older schema is migrated)."""
     root = resolve_workspace(args.workspace)
-    if not (root / "workspace.sqlite").is_file():
+    db = root / "workspace.sqlite"
+    if not db.is_file():
         raise UserError(
             f"no workspace at {root} (no workspace.sqlite): pass --workspace DIR (or GEPA_WORKSPACE), "
             "or create a run with `gepa-runtime optimize create ...`"
         )
-    return Workspace(root)
+    writable = os.access(root, os.W_OK) and os.access(db, os.W_OK)
+    return Workspace(root, readonly=not writable)
 
 
 async def _view(ws: Workspace, digests: Digests, record: RunRecord) -> dict[str, Any]:
@@ -105,7 +110,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    async def gather() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None, Path]:
+    async def gather() -> tuple[
+        dict[str, Any], list[dict[str, Any]], dict[str, Any] | None, Path, Lease | None
+    ]:
         async with _open(args) as ws:
             record = await ws.get_run(args.run_id)
             digests = Digests(ws)
@@ -113,9 +120,11 @@ def _show(args: argparse.Namespace) -> int:
             cands = candidate_views(
                 await ws.list_candidates(record.run_id), await digests.get(record.run_id)
             )
-            return view, cands, await _evidence(ws, record.run_id), ws.run_dir(record.run_id)
+            holder = await ws.lease_holder(record.run_id)
+            folder = ws.run_dir(record.run_id)
+            return view, cands, await _evidence(ws, record.run_id), folder, holder
 
-    view, cands, packet, folder = asyncio.run(gather())
+    view, cands, packet, folder, holder = asyncio.run(gather())
     if args.json:
         print(json.dumps({**view, "candidates_ranked": cands, "evidence": packet}, indent=2))
         return 0
@@ -147,6 +156,8 @@ def _show(args: argparse.Namespace) -> int:
     if packet is not None:
         print(promotion_summary(packet))
         print(f"evidence: {folder}/evidence.json and {folder}/report.md")
+    elif holder is not None:
+        print(f"being run by {holder.describe()}")
     elif view["status"] != "completed":
         print(f"resume or run it: gepa-runtime optimize run {view['run_id']}")
     return 0
@@ -180,7 +191,7 @@ def _export(args: argparse.Namespace) -> int:
     document = asyncio.run(build())
     text = json.dumps(document, indent=2, default=str)
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        _write_output(Path(args.output), text + "\n")
         print(
             f"wrote {args.output}: {len(document['candidates'])} candidates, {len(document['trials'])} trials, "
             f"evidence {'included' if document['evidence'] else 'not written yet'}",
@@ -207,3 +218,15 @@ def _delete(args: argparse.Namespace) -> int:
         f"deleted run {args.run_id} ({counts['trials']} trials, {counts['candidates']} candidates)"
     )
     return 0
+
+
+def _write_output(path: Path, text: str) -> None:
+    """Write ``--output``; a path that cannot be written is a ``UserError`` naming it."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UserError(
+            f"cannot write --output {path}: {reason}; pass a file in an existing, writable "
+            "folder (or leave --output out to print to stdout)"
+        ) from exc

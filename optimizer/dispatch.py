@@ -87,6 +87,7 @@ class ErrorGate:
     errors: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     last_error: dict[str, str] = field(default_factory=dict)
+    timeout_s: float | None = None  # the rollout timeout, to suggest a longer one
 
     def observe(self, record: RolloutRecord, reason: str = "status") -> None:
         """Count one paid rollout; ``reason`` (a key of the failure kinds) for an error."""
@@ -109,6 +110,11 @@ class ErrorGate:
 
     def _kind(self, reason: str, count: int) -> str:
         what, fix = _FAILURES.get(reason, _FAILURES["status"])
+        if reason == "timeout" and self.timeout_s is not None:
+            fix = (
+                f"{fix}, e.g. --rollout-timeout {2 * self.timeout_s:g}; no answer came within "
+                f"{self.timeout_s:g} s (--rollout-timeout)"
+            )
         return f"{count} {what} ({fix}; last: {self.last_error[reason]})"
 
 
@@ -270,6 +276,9 @@ class RolloutQueue:
         gathered: asyncio.Future[list[RolloutRecord]] = asyncio.ensure_future(
             asyncio.gather(*futures)
         )
+        # Read its outcome even when nobody awaits it (a cancelled run), or asyncio logs
+        # "exception was never retrieved" with a traceback.
+        gathered.add_done_callback(lambda f: f.cancelled() or f.exception())
         committer = self._tasks[-1]
         waiting: list[asyncio.Future[Any]] = [gathered, committer]
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)

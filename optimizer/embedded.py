@@ -26,8 +26,8 @@ import uvicorn
 from container import create_app, load_target
 from optimizer.run import RunResult, run_optimization
 from optimizer.search import ProposerLike
-from schemas import RunConfig, RunRecord, UserError
-from workspace import Workspace
+from schemas import RunConfig, RunLeased, RunRecord, UserError
+from workspace import Workspace, leased_message
 
 __all__ = [
     "EmbeddedContainer",
@@ -203,6 +203,9 @@ async def run_stored(
     container-URL run at new URLs; ``on_serving(url)`` hears where a module is served.
     """
     record = await workspace.get_run(run_id)
+    holder = await workspace.lease_holder(run_id)
+    if holder is not None:  # refused before the module and its dataset are loaded
+        raise RunLeased(leased_message(holder))
     stored = stored_config(record)
     given = secrets if secrets is not None else RunConfig()
     if stored.module and not given.containers:

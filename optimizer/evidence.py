@@ -7,7 +7,6 @@ the workspace, never re-run), and written through the workspace, which owns the 
 from __future__ import annotations
 
 import difflib
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -273,8 +272,6 @@ async def write_evidence(
 ) -> tuple[Path, dict[str, Any]]:
     """Write ``evidence.json`` and ``report.md``; returns the run folder and the packet."""
     packet = await build_evidence(inputs, workspace, queue)
-    await workspace.write_file(
-        inputs.run_id, "evidence.json", json.dumps(packet, indent=2, default=str)
-    )
+    await workspace.write_json(inputs.run_id, "evidence.json", packet)  # never bare NaN
     await workspace.write_file(inputs.run_id, "report.md", render_report(packet))
     return workspace.run_dir(inputs.run_id), packet

@@ -23,14 +23,18 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 __all__ = [
+    "LARGE_AUTO_BUDGET",
     "MIN_HOLDOUT",
     "RunPlan",
+    "auto_budget_warning",
     "default_proposals_in_flight",
+    "holdout_overlap",
     "plan_run",
     "search_minimum",
 ]
 
 MIN_HOLDOUT = 10
+LARGE_AUTO_BUDGET = 10_000
 HOSTED_IN_FLIGHT = 4
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
@@ -43,6 +47,32 @@ def default_proposals_in_flight(reflection_base_url: str | None) -> int:
         return HOSTED_IN_FLIGHT
     host = (urlsplit(reflection_base_url).hostname or "").lower()
     return 1 if host in _LOOPBACK or host.startswith("127.") else HOSTED_IN_FLIGHT
+
+
+def holdout_overlap(train: Sequence[str], val: Sequence[str], holdout: Sequence[str]) -> list[str]:
+    """Holdout seeds that are also train or val seeds, sorted.
+
+    The lift is measured on holdout seeds because they took no part in the search or the
+    choice of the winner; a seed that did makes the measurement a training result.
+    """
+    return sorted(set(holdout) & (set(train) | set(val)))
+
+
+def auto_budget_warning(
+    limit: int, level: str, *, train: int, holdout: int, val: int
+) -> str | None:
+    """What a large ``--auto`` budget will cost and how to cap it, or ``None`` below
+    ``LARGE_AUTO_BUDGET``: the formula grows with the train split, so a big dataset gets a
+    budget nobody meant to pay for."""
+    if limit < LARGE_AUTO_BUDGET:
+        return None
+    return (
+        f"--auto {level} sets a budget of {limit:,} metric calls for {train:,} train, "
+        f"{val:,} val and {holdout:,} holdout seeds: up to {limit:,} paid rollouts, each a "
+        f"call of your agent (and its model); the baseline alone costs {train + holdout:,}. "
+        "Cap it with --max-metric-calls N (and --max-cost-usd X), or give the container "
+        "smaller splits (--splits-file)."
+    )
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from optimizer.budget import resolve_metric_calls
 from optimizer.embedded import EmbeddedContainer, module_spec
 from optimizer.findings import Finding, render_findings
 from optimizer.mipro import load_optuna, surface_for
-from optimizer.plan import plan_run
+from optimizer.plan import auto_budget_warning, holdout_overlap, plan_run
 from optimizer.sample_rollouts import sample_findings
 from proposer import ProposerConfig, resolve_endpoint
 from schemas import PROTOCOL, Health, Program, RunConfig, UserError
@@ -184,12 +184,12 @@ class _Checker:
                 "the program has no holdout seeds",
                 "give the container a holdout split (--splits-file)",
             )
-        overlap = set(seeds.train) & set(seeds.holdout)
+        overlap = holdout_overlap(seeds.train, seeds.val, seeds.holdout)  # as `run` refuses
         if overlap:
             self.add(
                 "splits",
                 False,
-                f"{len(overlap)} seed(s) are in both train and holdout (e.g. {sorted(overlap)[0]})",
+                f"{len(overlap)} holdout seed(s) are also train or val seeds (e.g. {overlap[0]})",
                 "make the splits disjoint, or the reported lift is not a heldout result",
             )
 
@@ -323,6 +323,12 @@ class _Checker:
             rng=random.Random(cfg.seed),
         )
         how = f"--auto {cfg.auto}" if cfg.max_metric_calls is None else "--max-metric-calls"
+        large = cfg.max_metric_calls is None and auto_budget_warning(
+            limit, str(cfg.auto), train=len(seeds.train), holdout=len(seeds.holdout),
+            val=len(seeds.val),
+        )  # fmt: skip
+        if large:
+            self.add("budget size", True, large, warning=True)
         if plan.skipped:
             self.add(
                 "budget",

@@ -68,6 +68,15 @@ class ProgressBar:
             self._out.flush()
             self._last = now
 
+    def note(self, text: str) -> None:
+        """Print a line of its own (a warning) without tearing the progress line apart."""
+        if self._tty:
+            self._out.write("\r" + " " * 150 + "\r" + text + "\n")
+            self._draw(force=True)
+        else:
+            self._out.write(text + "\n")
+        self._out.flush()
+
     def close(self) -> None:
         """End the line on a terminal."""
         if self._tty:

@@ -5,6 +5,14 @@ Phases: ``evaluating_baseline -> searching -> evaluating_best -> finalizing -> c
 ``searching`` phase (``GepaSearch`` or ``MiproSearch``); every other phase is shared.
 ``run_optimization`` creates a run or resumes one by id; a resumed run replays its logged
 iterations from the workspace and pays for no finished rollout twice.
+
+One process executes a run at a time: it holds the run's lease (:mod:`optimizer.lease`)
+from start to end. A cancelled run (Ctrl-C, SIGTERM, the service's cancel) is recorded as
+``cancelled`` and resumes by id. A resumed run must meet the program it started on (same
+program id and components); a new fingerprint of that program is reported and its rollouts
+are paid again (the cache key holds the fingerprint). The container is asked for its program
+again at every phase and every ``PROGRAM_CHECK_S`` seconds: a run whose container changed
+under it stops, since scores of two versions cannot be compared.
 """
 
 from __future__ import annotations
@@ -19,14 +27,22 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from optimizer.budget import Budget, resolve_metric_calls
 from optimizer.client import ContainerClient, RetryPolicy
 from optimizer.dispatch import ErrorGate, RolloutQueue, SeedResult
 from optimizer.events import EventSink, Listener
 from optimizer.evidence import EvidenceInputs, write_evidence
+from optimizer.lease import HeldLease, hold_lease
 from optimizer.mipro import InstructionSource, MiproSearch, load_optuna, surface_for
-from optimizer.plan import RunPlan, default_proposals_in_flight, plan_run
+from optimizer.plan import (
+    RunPlan,
+    auto_budget_warning,
+    default_proposals_in_flight,
+    plan_run,
+)
+from optimizer.program_check import ProgramWatch, check_resumed, check_splits
 from optimizer.promotion import select_and_promote, selection_need
 from optimizer.search import GepaSearch, ProposerLike, SearchDeps, evaluations_of
 from optimizer.state import SearchState
@@ -40,6 +56,7 @@ from schemas import (
     Program,
     ProposerError,
     RunConfig,
+    RunLeased,
     RunRecord,
     UserError,
     candidate_id_for,
@@ -47,7 +64,9 @@ from schemas import (
 )
 from workspace import Workspace
 
-__all__ = ["RunResult", "run_optimization"]
+__all__ = ["PROGRAM_CHECK_S", "RunResult", "run_optimization"]
+
+PROGRAM_CHECK_S = 60.0  # how often a running run asks GET /program again, besides each phase
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,7 @@ class _Run:
         proposer: ProposerLike | None,
         http: httpx.AsyncClient | None,
         listeners: list[Listener],
+        held: HeldLease | None = None,
     ) -> None:
         if config.proposals_in_flight is None:
             config = config.model_copy(
@@ -96,13 +116,75 @@ class _Run:
             self.events.subscribe(listener)
         self.rng = random.Random(config.seed)
         self.started = time.time()
+        self.held = held
+        self.watch: ProgramWatch | None = None  # set once the container served its program
+        self._halted: GepaError | None = None
+        self._owner: asyncio.Task[Any] | None = None
 
     async def phase(self, phase: str, **fields: Any) -> None:
+        if self.watch is not None:
+            await self.watch.check()
         await self.workspace.update_run(self.record.run_id, phase=phase, **fields)  # type: ignore[arg-type]
         await self.events.emit("phase", {"phase": phase})
 
+    async def warn(self, message: str) -> None:
+        """A ``warning`` event: logged with the run, shown on stderr by the CLI."""
+        await self.events.emit("warning", {"message": message})
+
+    def halt(self, error: GepaError) -> None:
+        """Stop the run from a background task: ``guarded`` raises ``error``."""
+        if self._halted is None and self._owner is not None:
+            self._halted = error
+            self._owner.cancel()
+
+    async def guarded(self) -> RunResult:
+        """``execute``, recording how it ended: failed, cancelled, or taken over."""
+        owner = self._owner = asyncio.current_task()
+        try:
+            try:
+                return await self.execute()
+            except asyncio.CancelledError:
+                reason = self._stop_reason()
+                if reason is None or owner is None:
+                    raise
+                owner.uncancel()  # the cancellation was ours, a way to deliver ``reason``
+                raise reason from None
+        except RunLeased:
+            raise  # the process that took the run over owns its status now
+        except (GepaError, OSError, httpx.HTTPError) as exc:
+            await self.workspace.update_run(
+                self.record.run_id, status="failed", phase="failed", error=str(exc)
+            )
+            await self.events.emit("phase", {"phase": "failed", "error": str(exc)})
+            raise
+        except asyncio.CancelledError:
+            await asyncio.shield(self._cancelled())
+            raise
+
+    def _stop_reason(self) -> GepaError | None:
+        if self.held is not None and self.held.lost is not None:
+            return RunLeased(
+                f"run {self.record.run_id} was taken over by {self.held.lost}, because this "
+                "process's lease heartbeat stalled; this process stopped and leaves the run "
+                "to it"
+            )
+        return self._halted
+
+    async def _cancelled(self) -> None:
+        # No event: the service follows with its own (a shutdown leaves the run "running").
+        run_id = self.record.run_id
+        await self.workspace.update_run(
+            run_id,
+            status="cancelled",
+            error=f"cancelled; resume it with `gepa-runtime optimize run {run_id} "
+            f"--workspace {self.workspace.root}`",
+        )
+
     async def execute(self) -> RunResult:
         cfg = self.config
+        if self.held is not None and self.held.takeover is not None:
+            previous, why = self.held.takeover.previous, self.held.takeover.reason
+            await self.warn(f"took run {previous.run_id} over from {previous.describe()}: {why}")
         token = cfg.container_token.get_secret_value() if cfg.container_token else None
         client = ContainerClient(
             cfg.containers,
@@ -120,9 +202,26 @@ class _Run:
         try:
             await client.check_health()
             program = await client.program()
-            return await self._with_program(client, program)
+            await self._check_resumed(program)
+            self.watch = ProgramWatch(client, program, self.record.run_id, self.warn)
+            every = asyncio.create_task(self.watch.every(PROGRAM_CHECK_S, self.halt))
+            try:
+                return await self._with_program(client, program)
+            finally:
+                every.cancel()
         finally:
             await client.aclose()
+
+    async def _check_resumed(self, program: Program) -> None:
+        seeds = [
+            c
+            for c in await self.workspace.list_candidates(self.record.run_id)
+            if c.origin == "seed"
+        ]
+        stored = list(seeds[0].components) if seeds else None
+        warning = check_resumed(self.record, program, stored, self.config.containers)
+        if warning:
+            await self.warn(warning)
 
     async def _with_program(self, client: ContainerClient, program: Program) -> RunResult:
         cfg, run_id = self.config, self.record.run_id
@@ -147,7 +246,7 @@ class _Run:
             events=self.events,
             concurrency=cfg.concurrency,
             policy=Policy(model=cfg.task_model),
-            error_gate=ErrorGate(max_rate=cfg.max_error_rate),
+            error_gate=ErrorGate(max_rate=cfg.max_error_rate, timeout_s=cfg.rollout_timeout_s),
         ) as queue:
             await self.phase("evaluating_baseline")
             train, baseline_holdout = await self._baseline(queue, state, base, plan, budget)
@@ -233,17 +332,13 @@ class _Run:
         cfg, run_id, seeds = self.config, self.record.run_id, program.seeds
         if cfg.method == "mipro":
             load_optuna()  # fail before paying for the baseline when the extra is missing
-        for split in ("train", "holdout"):
-            if not getattr(seeds, split):
-                raise UserError(
-                    f"program {program.program_id!r} has no {split} seeds: "
-                    f"give the container a {split} split"
-                )
+        check_splits(program)
         limit = resolve_metric_calls(
             cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
         )
         if limit is None:
             raise UserError("no budget: pass --max-metric-calls N or --auto light|medium|heavy")
+        auto = cfg.auto if cfg.max_metric_calls is None else None
         plan = plan_run(
             limit,
             train=seeds.train,
@@ -269,7 +364,11 @@ class _Run:
                     "val": len(seeds.val),
                     "holdout": len(seeds.holdout),
                 },
-                "budget": {"max_metric_calls": limit, "max_cost_usd": cfg.max_cost_usd},
+                "budget": {
+                    "max_metric_calls": limit,
+                    "max_cost_usd": cfg.max_cost_usd,
+                    "auto": auto,
+                },
                 "plan": {
                     "train": len(plan.train),
                     "holdout": len(plan.holdout),
@@ -281,6 +380,11 @@ class _Run:
                 "proposals_in_flight": cfg.proposals_in_flight,
             },
         )
+        large = auto and auto_budget_warning(
+            limit, auto, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
+        )
+        if large:
+            await self.warn(large)
         return plan, budget
 
     async def _state(self, program: Program, plan: RunPlan) -> tuple[SearchState, CandidateRecord]:
@@ -428,11 +532,18 @@ def _strategy(
     )
 
 
-def _merge_secrets(stored: dict[str, Any], given: RunConfig | None) -> RunConfig:
+def _merge_secrets(run_id: str, stored: dict[str, Any], given: RunConfig | None) -> RunConfig:
     data = {k: v for k, v in stored.items() if v != "***"}
     if given is not None and given.container_token is not None:
         data["container_token"] = given.container_token.get_secret_value()
-    return RunConfig.model_validate(data)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UserError(
+            f"the stored config of run {run_id} is not valid any more ({problems}); "
+            "create a new run"
+        ) from exc
 
 
 async def run_optimization(
@@ -447,42 +558,47 @@ async def run_optimization(
     """Run (or resume, with ``run_id``) a GEPA optimization and write its evidence packet.
 
     ``config`` is required for a new run; for a resumed run the stored config is used and
-    ``config`` only supplies secrets (the container token), which are never stored.
+    ``config`` only supplies secrets (the container token), which are never stored, and
+    container URLs. ``RunLeased`` while another live process executes the run.
     """
     owns = not isinstance(workspace, Workspace)
     ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace
     if owns:
         await ws.open()
     try:
+        new = run_id is None
         if run_id is None:
             if config is None:
                 raise UserError("a new run needs a config (containers, reflection model, budget)")
-            record = await ws.create_run(config)
-            cfg = config
-        else:
-            record = await ws.get_run(run_id)
-            if record.status == "completed":
-                raise UserError(f"run {run_id} already completed; see {ws.run_dir(run_id)}")
-            cfg = _merge_secrets(record.config, config)
-            if config is not None and config.containers:
-                cfg = cfg.model_copy(update={"containers": config.containers})
-        token = cfg.container_token.get_secret_value() if cfg.container_token else None
-        key = reflection_api_key(
-            cfg.reflection_model, cfg.reflection_base_url, cfg.reflection_api_key_env
-        )
-        ws.scrubber.add(token, key)  # masked wherever they appear in what the run stores
-        run = _Run(cfg, record, ws, proposer, http, [on_event] if on_event else [])
-        try:
-            return await run.execute()
-        except (GepaError, OSError, httpx.HTTPError) as exc:
-            await ws.update_run(record.run_id, status="failed", phase="failed", error=str(exc))
-            await run.events.emit("phase", {"phase": "failed", "error": str(exc)})
-            raise
-        except asyncio.CancelledError:
-            await asyncio.shield(
-                ws.update_run(record.run_id, status="cancelled", error="cancelled")
-            )
-            raise
+            _know_secrets(ws, config)
+            run_id = (await ws.create_run(config)).run_id
+        async with hold_lease(ws, run_id) as held:
+            record = await ws.get_run(run_id)  # read under the lease: nobody else changes it
+            cfg = config if new and config is not None else _resumed_config(ws, record, config)
+            _know_secrets(ws, cfg)
+            run = _Run(cfg, record, ws, proposer, http, [on_event] if on_event else [], held)
+            return await run.guarded()
     finally:
         if owns:
             await ws.close()
+
+
+def _know_secrets(ws: Workspace, cfg: RunConfig) -> None:
+    """Mask the run's container token and reflection key wherever they appear in what it stores."""
+    token = cfg.container_token.get_secret_value() if cfg.container_token else None
+    key = reflection_api_key(
+        cfg.reflection_model, cfg.reflection_base_url, cfg.reflection_api_key_env
+    )
+    ws.scrubber.add(token, key)
+
+
+def _resumed_config(ws: Workspace, record: RunRecord, given: RunConfig | None) -> RunConfig:
+    """The stored config of a run to resume, with the given secrets and container URLs."""
+    if record.status == "completed":
+        raise UserError(f"run {record.run_id} already completed; see {ws.run_dir(record.run_id)}")
+    if given is not None and ws.scrubber.value(given.redacted()) == record.config:
+        return given  # the run's own config (just created from it), with what storing removed
+    cfg = _merge_secrets(record.run_id, record.config, given)
+    if given is not None and given.containers:
+        cfg = cfg.model_copy(update={"containers": given.containers})
+    return cfg

@@ -21,6 +21,7 @@ from schemas.exceptions import (
     ProtocolViolation,
     Retryable,
     RolloutFailed,
+    RunLeased,
     UserError,
     WorkspaceError,
 )
@@ -115,6 +116,7 @@ __all__ = [
     "RolloutRequest",
     "RolloutResponse",
     "RunConfig",
+    "RunLeased",
     "RunRecord",
     "RunStatus",
     "Seeds",

@@ -20,7 +20,9 @@ AUTO_LEVELS = ("light", "medium", "heavy")
 class RunConfig(BaseModel):
     """Everything a run needs. Every field has a ``GEPA_<FIELD>`` environment variable in the CLI."""
 
-    model_config = ConfigDict(extra="forbid")
+    # NaN passes every comparison (a NaN min_holdout_improvement promotes nothing and lands
+    # in evidence.json as bare NaN); infinities are no budget or timeout either.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     method: Literal["gepa", "mipro"] = "gepa"
     # Where the task container is: one or many URLs, or a module served in-process.

@@ -6,6 +6,7 @@ control-flow signals that are not failures (``BudgetExhausted``).
 
     GepaError
     ├── UserError                 bad input or configuration; the message says what to fix
+    │   └── RunLeased             another live process is executing the run (its lease)
     ├── ContainerError            talking to a task container went wrong
     │   ├── RolloutFailed         a rollout failed after its retries (infrastructure fault)
     │   ├── ProtocolViolation     the peer broke gepa-container/1 (bad body, 4xx misuse)
@@ -32,6 +33,7 @@ __all__ = [
     "ProtocolViolation",
     "Retryable",
     "RolloutFailed",
+    "RunLeased",
     "UserError",
     "WorkspaceError",
 ]
@@ -43,6 +45,13 @@ class GepaError(Exception):
 
 class UserError(GepaError):
     """Bad configuration or input. The message names the field and the fix."""
+
+
+class RunLeased(UserError):
+    """Another live process holds the run's lease (or took it over from this one).
+
+    The run itself is left as it is: the process that holds the lease owns its status.
+    """
 
 
 class ContainerError(GepaError):

@@ -9,6 +9,7 @@ long string), with halving limits until it fits. A shrunk trace says so twice: t
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,9 @@ __all__ = [
     "decode_trace",
     "dumps",
     "encode_trace",
+    "finite",
     "loads",
+    "strict_json",
 ]
 
 MIN_TRACE_CAP = 1024
@@ -34,6 +37,22 @@ def dumps(value: Any, *, what: str = "value") -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise WorkspaceError(f"cannot store {what}: it is not JSON ({exc})") from exc
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN and infinity replaced by ``None`` (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(value: Any, *, indent: int | None = 2) -> str:
+    """JSON text any parser reads: non-finite numbers become ``null``, never bare ``NaN``."""
+    return json.dumps(finite(value), indent=indent, default=str, allow_nan=False)
 
 
 def loads(text: str | bytes | None, default: Any = None) -> Any:

@@ -17,6 +17,7 @@ consistent snapshot while this one writes.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -50,24 +51,50 @@ class Database:
                 f"no workspace database at {self.path}; pass the folder of an existing "
                 "workspace with --workspace DIR (or GEPA_WORKSPACE)"
             )
-        mode = "ro" if self.readonly else "rwc"
-        uri = f"file:{quote(str(self.path.resolve()))}?mode={mode}"
         try:
-            conn = await aiosqlite.connect(
-                uri, uri=True, isolation_level=None, timeout=self.busy_timeout_s
-            )
+            self._conn = await self._connect(immutable=False)
         except sqlite3.Error as exc:
-            raise WorkspaceError(f"cannot open {self.path}: {exc}") from exc
+            if not (self.readonly and "unable to open" in str(exc) and not self._writable()):
+                raise WorkspaceError(self._open_failed(exc)) from exc
+            # A reader of a WAL file needs its -shm file, which a read-only folder cannot
+            # hold. Nobody can write there either, so the file is read as immutable.
+            try:
+                self._conn = await self._connect(immutable=True)
+            except sqlite3.Error as again:
+                raise WorkspaceError(self._open_failed(again)) from again
+
+    async def _connect(self, *, immutable: bool) -> aiosqlite.Connection:
+        mode = "ro" if self.readonly else "rwc"
+        uri = f"file:{quote(str(self.path.resolve()))}?mode={mode}" + (
+            "&immutable=1" if immutable else ""
+        )
+        conn = await aiosqlite.connect(
+            uri, uri=True, isolation_level=None, timeout=self.busy_timeout_s
+        )
         conn.row_factory = sqlite3.Row
         try:
             await self._configure_retrying(conn)
-        except sqlite3.Error as exc:
-            await conn.close()
-            raise WorkspaceError(f"cannot use {self.path}: {exc}") from exc
         except BaseException:
             await conn.close()
             raise
-        self._conn = conn
+        return conn
+
+    def _writable(self) -> bool:
+        folder = self.path.parent
+        if not os.access(folder, os.W_OK):
+            return False
+        return not self.path.exists() or os.access(self.path, os.W_OK)
+
+    def _open_failed(self, exc: sqlite3.Error) -> str:
+        if self._writable():
+            return f"cannot use {self.path}: {exc}"
+        if self.readonly:
+            return f"cannot read {self.path}: {exc} (the folder is read-only)"
+        return (
+            f"cannot use {self.path}: {exc}. The workspace folder {self.path.parent} is "
+            "read-only: pass a writable --workspace DIR (or GEPA_WORKSPACE) or make it "
+            "writable; `gepa-runtime runs list | show | export` read a read-only workspace."
+        )
 
     async def _configure_retrying(self, conn: aiosqlite.Connection) -> None:
         # Two openers of a brand-new file race to switch it to WAL; SQLite answers the loser

@@ -165,7 +165,23 @@ _V3 = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3)
+# One row per run being executed: which process holds it and when it last said so.
+_V4 = Migration(
+    4,
+    "run leases: the process executing a run (host, pid, heartbeat)",
+    (
+        """CREATE TABLE leases (
+            run_id       TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+            token        TEXT NOT NULL,
+            host         TEXT NOT NULL,
+            pid          INTEGER NOT NULL,
+            acquired_at  REAL NOT NULL,
+            heartbeat_at REAL NOT NULL
+        )""",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from schemas.config import RunConfig
-from schemas.exceptions import UserError, WorkspaceError
+from schemas.exceptions import RunLeased, UserError, WorkspaceError
 from schemas.records import (
     CandidateRecord,
     Event,
@@ -34,8 +34,20 @@ from schemas.records import (
     TrialView,
 )
 from workspace import candidates, events, frontier, removal, rollouts, runs, trials
-from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace
+from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace, strict_json
 from workspace.db import Database
+from workspace.lease import (
+    LEASE_TIMEOUT_S,
+    Lease,
+    Takeover,
+    drop_lease,
+    fetch_lease,
+    leased_message,
+    new_lease,
+    put_lease,
+    renew_lease,
+    stale_reason,
+)
 from workspace.redact import Scrubber
 from workspace.runfolder import RunFolder, check_run_id
 
@@ -160,10 +172,14 @@ class Workspace:
         """Delete the run, its rows and its folder; counts of the rows deleted by table.
 
         Rollouts another run used stay (see :mod:`workspace.removal`). The rows go first, in
-        one transaction: a folder that cannot be removed then is named in the error.
+        one transaction: a folder that cannot be removed then is named in the error. A run a
+        live process holds (its lease) is ``RunLeased``.
         """
         async with self._db.write() as conn:
             await runs.require_run(conn, run_id, self.root)
+            holder = await fetch_lease(conn, run_id)
+            if holder is not None and stale_reason(holder, now=time.time()) is None:
+                raise RunLeased(leased_message(holder))
             counts = await removal.delete_run_rows(conn, run_id)
         try:
             await asyncio.to_thread(self._folder.remove, run_id)
@@ -173,6 +189,49 @@ class Workspace:
                 f"{self._folder.path(run_id)} ({exc}); remove that folder by hand"
             ) from exc
         return counts
+
+    # leases: the one process executing a run (see workspace.lease)
+
+    async def acquire_lease(
+        self, run_id: str, *, timeout_s: float = LEASE_TIMEOUT_S
+    ) -> tuple[Lease, Takeover | None]:
+        """Take the run's lease for this process; the stale lease it replaced, if any.
+
+        A live lease of another holder is ``RunLeased``, naming it (pid, host, since when).
+        """
+        async with self._db.write() as conn:
+            await runs.require_run(conn, run_id, self.root)
+            now = time.time()
+            current = await fetch_lease(conn, run_id)
+            takeover = None
+            if current is not None:
+                reason = stale_reason(current, now=now, timeout_s=timeout_s)
+                if reason is None:
+                    raise RunLeased(leased_message(current, now=now, timeout_s=timeout_s))
+                takeover = Takeover(current, reason)
+            lease = new_lease(run_id, now)
+            await put_lease(conn, lease)
+        return lease, takeover
+
+    async def renew_lease(self, lease: Lease) -> bool:
+        """Renew the heartbeat; ``False`` when another process has taken the lease over."""
+        async with self._db.write() as conn:
+            return await renew_lease(conn, lease, time.time())
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give the lease up (a lease another process took over is left to it)."""
+        async with self._db.write() as conn:
+            await drop_lease(conn, lease)
+
+    async def lease_holder(
+        self, run_id: str, *, timeout_s: float = LEASE_TIMEOUT_S
+    ) -> Lease | None:
+        """The live lease of ``run_id`` (``None`` when free or stale)."""
+        async with self._db.read() as conn:
+            current = await fetch_lease(conn, run_id)
+        if current is None or stale_reason(current, now=time.time(), timeout_s=timeout_s):
+            return None
+        return current
 
     # candidates
 
@@ -356,6 +415,10 @@ class Workspace:
             return await asyncio.to_thread(self._folder.write, run_id, name, content)
         except OSError as exc:
             raise WorkspaceError(f"cannot write {name!r} for run {run_id!r}: {exc}") from exc
+
+    async def write_json(self, run_id: str, name: str, data: Any) -> Path:
+        """``write_file`` of ``data`` as strict JSON: a NaN or infinity is written as ``null``."""
+        return await self.write_file(run_id, name, strict_json(data))
 
     async def read_file(self, run_id: str, name: str) -> bytes:
         """The bytes of a file of the run's folder; a missing file is a ``UserError``."""

@@ -27,8 +27,8 @@ from pydantic import SecretStr
 from optimizer.embedded import absolute_paths, run_stored, stored_config
 from optimizer.service.digest import Digests
 from optimizer.service.policy import PolicyRefusal, RunPolicy
-from schemas import Event, GepaError, RunConfig, RunRecord, RunStatus, UserError
-from workspace import Workspace
+from schemas import Event, GepaError, RunConfig, RunLeased, RunRecord, RunStatus, UserError
+from workspace import Workspace, leased_message
 
 __all__ = ["OWNER_FILE", "RunConflict", "RunManager"]
 
@@ -83,6 +83,11 @@ class RunManager:
             if OWNER_FILE not in await self.workspace.list_files(record.run_id):
                 logger.info(
                     "run %s is running outside this service; not resuming it", record.run_id
+                )
+                continue
+            if await self.workspace.lease_holder(record.run_id) is not None:
+                logger.info(
+                    "run %s is held by another live process; not resuming it", record.run_id
                 )
                 continue
             try:
@@ -145,6 +150,9 @@ class RunManager:
         if self.closing.is_set():
             raise RunConflict("the service is shutting down; start the run after it restarts")
         self.policy.check(stored_config(record))  # e.g. a run created by the CLI
+        holder = await self.workspace.lease_holder(run_id)
+        if holder is not None:  # a CLI (or another service) executes it right now
+            raise RunConflict(leased_message(holder))
         owner = {"owner": "gepa-runtime serve", "pid": os.getpid(), "started_at": time.time()}
         await self.workspace.write_file(run_id, OWNER_FILE, json.dumps(owner))
         record = await self.workspace.update_run(run_id, status="running", error="")
@@ -205,6 +213,9 @@ class RunManager:
             else:  # service shutdown: leave it running so the next start resumes it
                 await asyncio.shield(self._finish(run_id, "running", ""))
             raise
+        except RunLeased as exc:  # another process executes it: its status is not ours to set
+            logger.warning("run %s not run here: %s", run_id, exc)
+            await self._emit(run_id, "status", {"status": "refused", "error": str(exc)})
         except (GepaError, OSError, httpx.HTTPError) as exc:
             logger.warning("run %s failed: %s", run_id, exc)
             await self._fail(run_id, str(exc))

@@ -1,0 +1,161 @@
+"""Run leases: the one process executing a run, so that two never execute it at once.
+
+A process that executes a run holds the run's row in ``leases``: its host, pid, when it took
+the lease and a heartbeat it renews every ``HEARTBEAT_S`` seconds. Another process that wants
+to execute the same run is refused while the holder is live, and told who holds it. A lease
+is stale, and taken over, when its holder is a pid that no longer runs on this host, or when
+its heartbeat is older than ``LEASE_TIMEOUT_S`` (a holder on another host that died, a
+frozen process, a pid reused by another program). A holder whose lease was taken over that
+way finds out at its next heartbeat (its token no longer matches) and stops.
+
+A random token, not (host, pid), names the holder: one process may execute several runs
+(the service) and must still be refused a run that another of its own tasks executes.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiosqlite
+
+__all__ = [
+    "HEARTBEAT_S",
+    "LEASE_TIMEOUT_S",
+    "Lease",
+    "Takeover",
+    "drop_lease",
+    "fetch_lease",
+    "leased_message",
+    "new_lease",
+    "pid_alive",
+    "put_lease",
+    "renew_lease",
+    "stale_reason",
+    "this_host",
+]
+
+HEARTBEAT_S = 10.0
+LEASE_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who executes a run: a process (``host``, ``pid``) under a random ``token``."""
+
+    run_id: str
+    token: str
+    host: str
+    pid: int
+    acquired_at: float
+    heartbeat_at: float
+
+    def describe(self, now: float | None = None) -> str:
+        """``pid 123 on host h since 2026-01-02 10:00:00 (last heartbeat 3 s ago)``."""
+        now = time.time() if now is None else now
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.acquired_at))
+        age = max(0.0, now - self.heartbeat_at)
+        return f"pid {self.pid} on host {self.host} since {since} (last heartbeat {age:.0f} s ago)"
+
+
+@dataclass(frozen=True)
+class Takeover:
+    """A stale lease that a new holder replaced, and why it was stale."""
+
+    previous: Lease
+    reason: str
+
+
+def this_host() -> str:
+    """The name this machine's leases carry."""
+    return socket.gethostname()
+
+
+def new_lease(run_id: str, now: float | None = None) -> Lease:
+    """A lease of ``run_id`` for this process."""
+    now = time.time() if now is None else now
+    return Lease(run_id, secrets.token_hex(8), this_host(), os.getpid(), now, now)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process here (a zombie, killed but not reaped, is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        # The state letter follows the ")" that closes the command name.
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): trust kill(0)
+
+
+def stale_reason(lease: Lease, *, now: float, timeout_s: float = LEASE_TIMEOUT_S) -> str | None:
+    """Why ``lease`` may be taken over, or ``None`` while its holder is live."""
+    if lease.host == this_host() and not pid_alive(lease.pid):
+        return f"pid {lease.pid} is no longer running on {lease.host}"
+    age = now - lease.heartbeat_at
+    if age > timeout_s:
+        return f"no heartbeat for {age:.0f} s (the limit is {timeout_s:.0f} s)"
+    return None
+
+
+def leased_message(
+    holder: Lease, *, now: float | None = None, timeout_s: float = LEASE_TIMEOUT_S
+) -> str:
+    """Why a run cannot be executed here: who holds it and what to do."""
+    where = "" if holder.host == this_host() else f" on {holder.host}"
+    return (
+        f"run {holder.run_id} is being run by {holder.describe(now)}; wait for it to finish "
+        f"(follow it with `gepa-runtime runs show {holder.run_id}`), or stop it (kill "
+        f"{holder.pid}{where}: the run ends cancelled and resumable) and run this again. "
+        f"A holder without a heartbeat for {timeout_s:.0f} s is taken over."
+    )
+
+
+_COLUMNS = "run_id, token, host, pid, acquired_at, heartbeat_at"
+
+
+async def fetch_lease(conn: aiosqlite.Connection, run_id: str) -> Lease | None:
+    """The run's lease row, live or stale, or ``None``."""
+    rows = list(
+        await conn.execute_fetchall(f"SELECT {_COLUMNS} FROM leases WHERE run_id = ?", (run_id,))
+    )
+    if not rows:
+        return None
+    row = rows[0]
+    return Lease(
+        row["run_id"], row["token"], row["host"], int(row["pid"]),
+        float(row["acquired_at"]), float(row["heartbeat_at"]),
+    )  # fmt: skip
+
+
+async def put_lease(conn: aiosqlite.Connection, lease: Lease) -> None:
+    """Store ``lease`` as the run's lease, replacing any other."""
+    await conn.execute(
+        f"INSERT OR REPLACE INTO leases ({_COLUMNS}) VALUES (?,?,?,?,?,?)",
+        (lease.run_id, lease.token, lease.host, lease.pid, lease.acquired_at, lease.heartbeat_at),
+    )
+
+
+async def renew_lease(conn: aiosqlite.Connection, lease: Lease, now: float) -> bool:
+    """Move the heartbeat of ``lease`` to ``now``; ``False`` when it is no longer held."""
+    cursor = await conn.execute(
+        "UPDATE leases SET heartbeat_at = ? WHERE run_id = ? AND token = ?",
+        (now, lease.run_id, lease.token),
+    )
+    return cursor.rowcount == 1
+
+
+async def drop_lease(conn: aiosqlite.Connection, lease: Lease) -> None:
+    """Remove ``lease`` if it is still the run's lease (a newer holder's stays)."""
+    await conn.execute(
+        "DELETE FROM leases WHERE run_id = ? AND token = ?", (lease.run_id, lease.token)
+    )
