@@ -59,6 +59,7 @@ export async function buildServedProgram(target: Target, options: ServeOptions =
     seeds: { train: [...splits.train], val: [...splits.val], holdout: [...splits.holdout] },
     objectives: ["reward"],
     metadata: metadata(target, dataset.size, verifier.name, warnings),
+    reward_range: [0, 1],
   };
   return Object.freeze({ target, dataset, splits, verifier, program, warnings: Object.freeze(warnings) });
 }

@@ -26,6 +26,8 @@ export interface Program {
   seeds: { train: string[]; val: string[]; holdout: string[] };
   objectives: string[];
   metadata: Record<string, unknown>;
+  /** [low, high]: every reward lies in it (the SDK's verifiers score in [0, 1]). */
+  reward_range: [number, number];
 }
 
 /** Body of `POST /rollout`. */
