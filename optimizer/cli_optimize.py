@@ -24,6 +24,7 @@ import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 from optimizer.cli_flags import (
     add_config_flags,
@@ -329,10 +330,8 @@ async def _run_remote(args: argparse.Namespace) -> int:
             if view["status"] != "completed" and not view["active"]:
                 view = await client.start(args.run_id)
         run_id = str(view["run_id"])
-        print(
-            f"run {run_id} on {client.base_url}; console: {client.base_url}/runs/{run_id}",
-            file=sys.stderr,
-        )
+        page = _console_url(client.base_url, run_id, args.server_token)
+        print(f"run {run_id} on {client.base_url}; console: {page}", file=sys.stderr)
         bar = None if args.quiet else ProgressBar()
         try:
             end = await client.follow(run_id, _console(bar))
@@ -349,5 +348,11 @@ async def _run_remote(args: argparse.Namespace) -> int:
         await client.aclose()
     print(promotion_summary(packet))
     print(f"run id:   {run_id}")
-    print(f"console:  {client.base_url}/runs/{run_id}")
+    print(f"console:  {page}")
     return 0
+
+
+def _console_url(base_url: str, run_id: str, token: str | None) -> str:
+    """The run's console page; with the service token in it, as the page needs it to open."""
+    page = f"{base_url}/runs/{run_id}"
+    return f"{page}?{urlencode({'token': token})}" if token else page

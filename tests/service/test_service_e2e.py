@@ -119,7 +119,10 @@ def test_optimize_run_with_server_follows_the_run_to_its_verdict(
         assert f"gepa-runtime optimize run {run_id} --server {url}" in created
         assert main(["optimize", "run", run_id, *server]) == 0
         ran = capsys.readouterr()
-        assert "PROMOTED" in ran.out and f"{url}/runs/{run_id}" in ran.out
+        # The console link opens the token-protected page as printed.
+        assert "PROMOTED" in ran.out and f"{url}/runs/{run_id}?token=tok-e2e-123" in ran.out
+        page = httpx.get(f"{url}/runs/{run_id}?token=tok-e2e-123")
+        assert page.status_code == 200
         assert "completed" in ran.err  # the progress lines, fed by the event stream
         assert main(["optimize", "run", "--server", url, *flags]) == 2
         assert "refused the token" in capsys.readouterr().err
