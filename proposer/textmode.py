@@ -11,6 +11,7 @@ blocks were complete before the cut (then usually only the rationale is missing)
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from proposer.answer import Shown, parse_reply
@@ -88,6 +89,17 @@ UNCHANGED_NUDGE = (
 )
 
 
+def no_block_nudge(targets: Sequence[str]) -> str:
+    """The push back for an answer without a usable block (often the format copied as is)."""
+    name = targets[0] if targets else "the component"
+    return (
+        "Your answer has no new text: it has no complete block, or it copies the format's "
+        "<...> placeholder. Answer again: the PATTERNS line, then <<<COMPONENT "
+        f"{name} on its own line, then the complete new text of {name} itself (the current "
+        "text with one precise rule for each pattern), then >>> on its own line."
+    )
+
+
 CUT_OFF_NUDGE = (
     "Keep this answer short: start with the <<<COMPONENT block and close it with >>> before "
     "anything else. Do not repeat the request or the examples."
@@ -99,8 +111,9 @@ async def run_text(
 ) -> tuple[dict[str, str], str]:
     """One text-mode request; a second one only when the first needs it.
 
-    Small local models often echo the current text; one push turns many of those answers
-    into a real edit, at the price of one more call only when it is needed. A block that
+    Small local models often echo the current text, or copy the answer format with its
+    placeholder; one push turns many of those answers into a real edit, at the price of one
+    more call only when it is needed. A block that
     echoes the rest of the request (the evidence, the guidelines) does not count. An answer
     that ran out of tokens before its block was complete is asked for once more, with a note
     to write the block first (the cut-off answer is not sent back: it would fill the context).
@@ -112,12 +125,19 @@ async def run_text(
     try:
         changed, rationale = _parse(reply, brief, config, shown)
     except ProposalRejected as exc:
-        if exc.reason != "cut_off":
+        if exc.reason == "cut_off":
+            again = [
+                *messages[:-1],
+                {**messages[-1], "content": messages[-1]["content"] + "\n\n" + CUT_OFF_NUDGE},
+            ]
+        elif exc.reason == "no_submission":
+            again = [
+                *messages,
+                {"role": "assistant", "content": reply.content},
+                {"role": "user", "content": no_block_nudge(brief.targets)},
+            ]
+        else:
             raise
-        again = [
-            *messages[:-1],
-            {**messages[-1], "content": messages[-1]["content"] + "\n\n" + CUT_OFF_NUDGE},
-        ]
         reply = await meter.chat(again)
         changed, rationale = _parse(reply, brief, config, shown)
     if changed and same_text(changed, {name: brief.base.get(name, "") for name in changed}):

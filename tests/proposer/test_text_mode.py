@@ -47,11 +47,36 @@ async def test_well_formed_answer_becomes_the_candidate(api) -> None:
     assert "generalize" in request["messages"][0]["content"]
 
 
-async def test_missing_block_is_rejected(api) -> None:
-    scripted(api, completion("I would make the prompt more specific about delivery."))
+async def test_missing_block_is_pushed_back_once_then_rejected(api) -> None:
+    script = scripted(
+        api,
+        completion("I would make the prompt more specific about delivery."),
+        completion("Still no block."),
+    )
     with pytest.raises(ProposalRejected) as info:
         await make_proposer(mode="text").propose(banking_request())
     assert info.value.reason == "no_submission"
+    second = script.requests[1]["messages"]
+    assert second[-2] == {
+        "role": "assistant",
+        "content": "I would make the prompt more specific about delivery.",
+    }
+    assert second[-1]["content"].startswith("Your answer has no new text")
+    assert "<<<COMPONENT system_prompt" in second[-1]["content"]
+
+
+async def test_a_copied_answer_format_is_pushed_back_into_a_real_edit(api) -> None:
+    # Seen from the 0.5B: the answer format copied as is, placeholder and all.
+    copied = (
+        "First one line naming the mistake patterns you will fix, then the block:\n"
+        "PATTERNS: billing, refunds <<<COMPONENT system_prompt\n"
+        "<the complete new text of system_prompt: the current text, tightened, plus one "
+        "precise rule for each pattern, at most 6,000 characters>\n>>>\n"
+    )
+    scripted(api, completion(copied), completion(text_answer(NEW)))
+    proposal = await make_proposer(mode="text").propose(banking_request())
+    assert proposal.components == {"system_prompt": NEW}
+    assert proposal.usage.calls == 2
 
 
 def _answer_format(user: str) -> str:
@@ -119,10 +144,11 @@ async def test_a_block_that_echoes_the_request_is_rejected(api) -> None:
         "predicted card_arrival, expected card_delivery_estimate\n"
         ">>>\n"
     )
-    scripted(api, completion(echo))
+    scripted(api, completion(echo), completion(echo))
     with pytest.raises(ProposalRejected) as info:
         await make_proposer(mode="text").propose(banking_request())
     assert info.value.reason == "no_submission" and "copies the request" in str(info.value)
+    assert info.value.usage.calls == 2  # type: ignore[attr-defined]  # pushed back once
 
 
 async def test_only_target_components_change_and_others_are_shown_read_only(api) -> None:
