@@ -248,8 +248,9 @@ def completed(scene: Scene, rid: str) -> bool:
 
 
 @contextlib.contextmanager
-def serve(scene: Scene, *options: str, **env: str) -> Iterator[str]:
-    """``gepa-runtime serve`` on the scene's workspace; its output is captured and grepped."""
+def serve(scene: Scene, *options: str, **env: str) -> Iterator[tuple[str, Running]]:
+    """``gepa-runtime serve`` on the scene's workspace: (its URL, the process). Its output
+    is captured and grepped."""
     port = free_port()
     if "--token" in options:
         scene.secrets["service token"] = options[options.index("--token") + 1]
@@ -259,7 +260,7 @@ def serve(scene: Scene, *options: str, **env: str) -> Iterator[str]:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=fh, env=_env(scene, **env))
     try:
         wait_http(f"http://127.0.0.1:{port}/api/health", timeout=60, proc=proc)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", Running(proc, sink)
     finally:
         _stop(proc)
 

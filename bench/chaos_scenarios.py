@@ -95,7 +95,7 @@ def concurrent(scene: Scene) -> None:
         )
         # The operator allows the run's key variable: only the lease may refuse it.
         allow = ("--allow-key-env", "CHAOS_REFLECTION_KEY")
-        with serve(scene, "--token", SERVICE_TOKEN, *allow) as url:
+        with serve(scene, "--token", SERVICE_TOKEN, *allow) as (url, _):
             answer = api(scene, "POST", f"{url}/api/runs/{rid}/start", token=SERVICE_TOKEN)
         scene.check("the first process still ran meanwhile", first.proc.poll() is None)
         scene.check(
@@ -104,6 +104,40 @@ def concurrent(scene: Scene) -> None:
         )
         code, _ = finish(first)
     scene.check("the first process completed the run", code == 0 and completed(scene, rid))
+
+
+def service_kill(scene: Scene) -> None:
+    """A run the service executes, the service SIGKILLed, the run resumed by the CLI."""
+    allow = ("--allow-key-env", "CHAOS_REFLECTION_KEY")
+    with container(scene, "--delay", "0.05") as box:
+        with serve(scene, "--token", SERVICE_TOKEN, *allow) as (url, service):
+            config = api_config(scene, box.url)
+            answer = api(
+                scene, "POST", f"{url}/api/runs", token=SERVICE_TOKEN,
+                json={"config": config, "start": True},
+            )  # fmt: skip
+            scene.check(
+                f"the service started the run (HTTP {answer.status_code})",
+                answer.status_code == 201,
+            )
+            rid = wait_paid(scene, service, 60)
+            killed(scene, service, signal.SIGKILL)
+        code, printed = cli(scene, "optimize", "run", rid, "--workspace", str(scene.ws), "--quiet")
+    scene.check(
+        f"the CLI took the lease over from pid {service.pid}",
+        f"took run {rid} over from pid {service.pid}" in printed,
+    )
+    scene.check("the resumed run completed", code == 0 and completed(scene, rid))
+
+
+def api_config(scene: Scene, url: str) -> dict[str, Any]:
+    """:func:`chaos_procs.run_flags`'s run as the service's JSON config."""
+    return {
+        "containers": [url], "reflection_model": "fake-reflection",
+        "reflection_base_url": scene.reflection, "reflection_api_key_env": "CHAOS_REFLECTION_KEY",
+        "proposer_mode": "text", "max_metric_calls": 400, "seed": 3, "use_merge": False,
+        "max_idle_iterations": 6, "retry_base_delay_s": 0.01, "concurrency": 4,
+    }  # fmt: skip
 
 
 def other_program(scene: Scene) -> None:
@@ -188,7 +222,7 @@ def cross_site(scene: Scene) -> None:
     scene.secrets["service env secret"] = SERVICE_ENV_SECRET
     with thread_server(echoing_reflection_app(seen)) as capture, container(scene) as box:
         env = {"CHAOS_DB_PASSWORD": SERVICE_ENV_SECRET}
-        with serve(scene, "--no-token", **env) as url:
+        with serve(scene, "--no-token", **env) as (url, _):
             config = {
                 "containers": [box.url], "reflection_model": "m", "max_metric_calls": 20,
                 "reflection_base_url": f"{capture}/v1", "reflection_api_key_env": "CHAOS_DB_PASSWORD",
@@ -251,6 +285,7 @@ SCENARIOS: dict[str, tuple[str, Callable[[Scene], None]]] = {
     "sigkill": ("SIGKILL mid-search, resume", sigkill),
     "sigterm": ("SIGTERM, resume", sigterm),
     "concurrent": ("two runners on one run id", concurrent),
+    "service-kill": ("service SIGKILLed, CLI resumes", service_kill),
     "other-program": ("resume on another program", other_program),
     "hostile": ("hostile answers", hostile),
     "secret-401": ("key echoed in a 401, URL creds", secret_401),
