@@ -99,16 +99,20 @@ def frontier_section(frontier: Sequence[CandidateView], parent_id: str, limit: i
 PLACEHOLDER = "<the complete new text of"
 
 
-def task_line(targets: Sequence[str]) -> str:
+def task_line(targets: Sequence[str], *, block_first: bool = False) -> str:
     """The one-line statement of the job that opens a text-mode request."""
+    answer = (
+        "the new text first, in <<<COMPONENT blocks, then at most one short RATIONALE line"
+        if block_first
+        else "one PATTERNS line, then the new text in <<<COMPONENT blocks"
+    )
     return (
         f"Task: write a better version of {names(targets)} so that the student stops making "
-        f"the mistakes shown below. Answer with one PATTERNS line, then the new text in "
-        f"<<<COMPONENT blocks, as described at the end."
+        f"the mistakes shown below. Answer with {answer}, as described at the end."
     )
 
 
-def output_format(targets: Sequence[str], cap: int) -> str:
+def output_format(targets: Sequence[str], cap: int, *, block_first: bool = False) -> str:
     """The text-mode answer format, with the length cap: one PATTERNS line, then the blocks.
 
     Small models spend their tokens on whatever is asked for first: with a free rationale
@@ -116,7 +120,11 @@ def output_format(targets: Sequence[str], cap: int) -> str:
     the block first and nothing before it, the 1.5B copied the current text back unchanged in
     most answers on Banking77. One line naming the mistake patterns is short enough for the
     first and gives the second what to write; an answer cut off after its blocks still counts.
+    The 0.5B, though, copies this format as is, placeholder and all, and fills in the block
+    when the block comes first: ``block_first`` is the format to ask again with.
     """
+    if block_first:
+        return _block_first_format(targets, cap)
     blocks = "\n".join(
         f"<<<COMPONENT {name}\n{PLACEHOLDER} {name}: the current text, tightened, plus one "
         f"precise rule for each pattern, at most {cap:,} characters>\n>>>"
@@ -129,6 +137,25 @@ def output_format(targets: Sequence[str], cap: int) -> str:
         f"PATTERNS: <the two or three mistake patterns behind most failures, a few words each>\n"
         f"{blocks}\n\n"
         f"Close each block with >>> on its own line. Write nothing after the last block."
+    )
+
+
+def _block_first_format(targets: Sequence[str], cap: int) -> str:
+    blocks = "\n".join(
+        f"<<<COMPONENT {name}\n{PLACEHOLDER} {name}, at most {cap:,} characters>\n>>>"
+        for name in targets
+    )
+    start = (
+        "Start your answer with this block; write nothing before it"
+        if len(targets) == 1
+        else "Start your answer with the blocks, one for each component you change; write "
+        "nothing before them"
+    )
+    return (
+        f"# Answer format (follow it exactly)\n"
+        f"{start}:\n{blocks}\n"
+        f"RATIONALE: <optional: one short sentence on the mistake pattern the new text fixes>\n\n"
+        f"Close each block with >>> on its own line. Write nothing after the RATIONALE line."
     )
 
 

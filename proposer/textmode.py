@@ -11,7 +11,6 @@ blocks were complete before the cut (then usually only the rationale is missing)
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from typing import Any
 
 from proposer.answer import Shown, parse_reply
@@ -89,15 +88,15 @@ UNCHANGED_NUDGE = (
 )
 
 
-def no_block_nudge(targets: Sequence[str]) -> str:
-    """The push back for an answer without a usable block (often the format copied as is)."""
-    name = targets[0] if targets else "the component"
-    return (
-        "Your answer has no new text: it has no complete block, or it copies the format's "
-        "<...> placeholder. Answer again: the PATTERNS line, then <<<COMPONENT "
-        f"{name} on its own line, then the complete new text of {name} itself (the current "
-        "text with one precise rule for each pattern), then >>> on its own line."
-    )
+def block_first(messages: list[dict[str, Any]], brief: Brief, cap: int) -> list[dict[str, Any]]:
+    """The same request asking for the block first (``output_format(block_first=True)``)."""
+    user = messages[-1]["content"]
+    for old, new in (
+        (task_line(brief.targets), task_line(brief.targets, block_first=True)),
+        (output_format(brief.targets, cap), output_format(brief.targets, cap, block_first=True)),
+    ):
+        user = user.replace(old, new)
+    return [*messages[:-1], {**messages[-1], "content": user}]
 
 
 CUT_OFF_NUDGE = (
@@ -111,9 +110,10 @@ async def run_text(
 ) -> tuple[dict[str, str], str]:
     """One text-mode request; a second one only when the first needs it.
 
-    Small local models often echo the current text, or copy the answer format with its
-    placeholder; one push turns many of those answers into a real edit, at the price of one
-    more call only when it is needed. A block that
+    Small local models often echo the current text; one push turns many of those answers
+    into a real edit, at the price of one more call only when it is needed. An answer with no
+    usable block (the 0.5B copies the PATTERNS format, placeholder and all) is asked for once
+    more in the block-first format, which such models fill in. A block that
     echoes the rest of the request (the evidence, the guidelines) does not count. An answer
     that ran out of tokens before its block was complete is asked for once more, with a note
     to write the block first (the cut-off answer is not sent back: it would fill the context).
@@ -131,11 +131,7 @@ async def run_text(
                 {**messages[-1], "content": messages[-1]["content"] + "\n\n" + CUT_OFF_NUDGE},
             ]
         elif exc.reason == "no_submission":
-            again = [
-                *messages,
-                {"role": "assistant", "content": reply.content},
-                {"role": "user", "content": no_block_nudge(brief.targets)},
-            ]
+            again = block_first(messages, brief, config.max_prompt_chars)
         else:
             raise
         reply = await meter.chat(again)

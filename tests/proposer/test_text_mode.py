@@ -47,7 +47,7 @@ async def test_well_formed_answer_becomes_the_candidate(api) -> None:
     assert "generalize" in request["messages"][0]["content"]
 
 
-async def test_missing_block_is_pushed_back_once_then_rejected(api) -> None:
+async def test_missing_block_is_asked_for_once_more_block_first_then_rejected(api) -> None:
     script = scripted(
         api,
         completion("I would make the prompt more specific about delivery."),
@@ -56,17 +56,19 @@ async def test_missing_block_is_pushed_back_once_then_rejected(api) -> None:
     with pytest.raises(ProposalRejected) as info:
         await make_proposer(mode="text").propose(banking_request())
     assert info.value.reason == "no_submission"
-    second = script.requests[1]["messages"]
-    assert second[-2] == {
-        "role": "assistant",
-        "content": "I would make the prompt more specific about delivery.",
-    }
-    assert second[-1]["content"].startswith("Your answer has no new text")
-    assert "<<<COMPONENT system_prompt" in second[-1]["content"]
+    first, second = (r["messages"][-1]["content"] for r in script.requests)
+    assert "PATTERNS: <" in first and "Start your answer with" not in first
+    # The same request (same evidence), asking for the block first this time.
+    assert "Start your answer with this block; write nothing before it" in second
+    assert "PATTERNS" not in second and "RATIONALE: <optional" in second
+    assert (
+        first[: first.index("# Answer format")].split("\n", 1)[1]
+        == second[: second.index("# Answer format")].split("\n", 1)[1]
+    )
 
 
-async def test_a_copied_answer_format_is_pushed_back_into_a_real_edit(api) -> None:
-    # Seen from the 0.5B: the answer format copied as is, placeholder and all.
+async def test_a_copied_answer_format_is_asked_again_block_first_and_filled_in(api) -> None:
+    # Seen from the 0.5B: the PATTERNS format copied as is, placeholder and all.
     copied = (
         "First one line naming the mistake patterns you will fix, then the block:\n"
         "PATTERNS: billing, refunds <<<COMPONENT system_prompt\n"
