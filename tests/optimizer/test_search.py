@@ -405,27 +405,7 @@ async def test_children_waiting_for_the_same_best_are_stacked_gated_and_scored_o
 ) -> None:
     # Three proposals on the baseline, each adding another label, come back at once.
     container = RuleContainer(program(LABELS))
-    proposer = ScriptedProposer(pick=lambda labels, n: labels[min(n - 1, len(labels) - 1)])
-    holds = [proposer.hold(n) for n in (1, 2, 3)]
-
-    async def release_together() -> None:
-        while len(proposer.seen) < 3:
-            await asyncio.sleep(0.001)
-        for hold in holds:
-            hold.set()
-
-    releaser = asyncio.create_task(release_together())
-    events: list[Event] = []
-    await _run(
-        tmp_path,
-        container,
-        proposer,
-        events,
-        proposals_in_flight=3,
-        minibatch_size=2 * len(LABELS),
-        max_idle_iterations=2,
-    )
-    await releaser
+    events = await _three_on_the_baseline(tmp_path, container, delays=(0.0, 0.0, 0.0))
     stacks = [e.data for e in events if e.type == "stack"]
     assert stacks and len(stacks[0]["children"]) >= 2
     stack = stacks[0]
@@ -450,20 +430,33 @@ async def test_a_child_waits_for_siblings_asked_with_it_so_all_are_stacked_at_on
 ) -> None:
     # Three proposals asked at once answer about a second later, the first 0.1 s before the
     # others (as parallel calls to a hosted model do): the first must not be gated alone.
-    container = RuleContainer(program(LABELS))
+    events = await _three_on_the_baseline(
+        tmp_path, RuleContainer(program(LABELS)), delays=(1.0, 0.1, 0.0)
+    )
+    children = [e.data["candidate_id"] for e in events if e.type == "candidate"][:3]
+    stacks = [e.data for e in events if e.type == "stack"]
+    assert stacks and sorted(stacks[0]["children"]) == sorted(children)
+    gated = [e.data["candidate_id"] for e in events if e.type == "gate"]
+    assert not set(children) & set(gated)
+
+
+async def _three_on_the_baseline(
+    tmp_path: Path, container: RuleContainer, delays: tuple[float, ...]
+) -> list[Event]:
+    """A run with three proposals in flight on the baseline, each adding another label; the
+    n-th answers ``delays[n]`` seconds after the one before it (the first, after all three
+    were asked)."""
     proposer = ScriptedProposer(pick=lambda labels, n: labels[min(n - 1, len(labels) - 1)])
     holds = [proposer.hold(n) for n in (1, 2, 3)]
 
-    async def release_staggered() -> None:
+    async def release() -> None:
         while len(proposer.seen) < 3:
             await asyncio.sleep(0.001)
-        await asyncio.sleep(1.0)
-        holds[0].set()
-        await asyncio.sleep(0.1)
-        holds[1].set()
-        holds[2].set()
+        for hold, delay in zip(holds, delays, strict=True):
+            await asyncio.sleep(delay)
+            hold.set()
 
-    releaser = asyncio.create_task(release_staggered())
+    releaser = asyncio.create_task(release())
     events: list[Event] = []
     await _run(
         tmp_path,
@@ -475,8 +468,4 @@ async def test_a_child_waits_for_siblings_asked_with_it_so_all_are_stacked_at_on
         max_idle_iterations=2,
     )
     await releaser
-    children = [e.data["candidate_id"] for e in events if e.type == "candidate"][:3]
-    stacks = [e.data for e in events if e.type == "stack"]
-    assert stacks and sorted(stacks[0]["children"]) == sorted(children)
-    gated = [e.data["candidate_id"] for e in events if e.type == "gate"]
-    assert not set(children) & set(gated)
+    return events
