@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 _RATIONALE_CHARS = 1000
+_MIN_SECRET_CHARS = 6  # shorter values (a "1", a "true") would mask ordinary words
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ class ExternalProposer:
             error = ProposalRejected(
                 "command_failed",
                 f"the proposer command exited with status {result.returncode}: "
-                f"{result.stderr_tail()}",
+                f"{self._masked(result.stderr_tail())}",
             )
             error.usage = usage  # type: ignore[attr-defined]
             raise error
@@ -233,7 +234,16 @@ class ExternalProposer:
         except ProposerError as exc:
             exc.usage = usage  # type: ignore[attr-defined]
             raise
-        return components, _rationale(folder.path), usage
+        return components, self._masked(_rationale(folder.path))[:_RATIONALE_CHARS], usage
+
+    def _masked(self, text: str) -> str:
+        """``text`` with the values of the variables the agent was given replaced by ``***``:
+        the rationale lands in the run's records, evidence and report."""
+        for name in self.config.env_names:
+            value = os.environ.get(name, "")
+            if len(value) >= _MIN_SECRET_CHARS:
+                text = text.replace(value, "***")
+        return text
 
 
 def _rationale(path: Path) -> str:
@@ -241,7 +251,7 @@ def _rationale(path: Path) -> str:
     if note.is_file() and not note.is_symlink():
         text = note.read_text(encoding="utf-8", errors="replace").strip()
         if text:
-            return text[:_RATIONALE_CHARS]
+            return text[: _RATIONALE_CHARS * 4]  # cut after masking, so no half key survives
     return "written by the proposer command (it wrote no rationale.md)"
 
 

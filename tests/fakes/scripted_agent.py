@@ -9,7 +9,7 @@ line of its output. Being a pure function of the folder, two identical runs prop
     python scripted_agent.py [--outside-first N --state FILE] [--no-usage] [--echo-env NAME]
         [--sleep S]
 
-``--outside-first N`` makes its first N runs (counted in FILE) also write ``notes.txt``
+``--state FILE`` counts its runs in FILE; ``--outside-first N`` makes the first N also write ``notes.txt``
 beside the components, which the runtime must refuse. ``--echo-env NAME`` puts the value
 of ``$NAME`` into its rationale (an agent that leaks a key). Every run records the names of
 the variables it saw in ``$GEPA_PROPOSAL_LOGS/env.json``.
@@ -68,7 +68,8 @@ def main() -> int:
     if args.echo_env:
         rationale += f" (key {os.environ.get(args.echo_env, '')})"
     Path("rationale.md").write_text(rationale)
-    if args.outside_first and args.state and _count(args.state) < args.outside_first:
+    runs = _count(args.state) if args.state else 0
+    if runs < args.outside_first:
         Path("notes.txt").write_text("my scratch notes")
     print("edited", os.environ["GEPA_COMPONENT_FILES"])
     if not args.no_usage:
