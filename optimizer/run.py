@@ -491,7 +491,7 @@ async def _smoke_proposal(
         components=components,
         parents=[baseline_id],
         origin="mutation",
-        rationale=proposal.rationale,
+        rationale=deps.workspace.scrubber.text(proposal.rationale),
         diffs=dict(proposal.diffs) or {baseline_id: proposal.diff},
         proposer_usage=proposal.usage,
     )
