@@ -41,7 +41,8 @@ class Member:
 class GenerationStats:
     """One GEPA iteration or MIPRO trial.
 
-    ``best_score``: the best train mean known after it; ``mean_score``: the mean of the
+    ``best_score``: the best score known after it (GEPA: the best train mean; MIPRO: the best
+    trial's, as the search ranks them); ``mean_score``: the mean of the
     candidate it evaluated on its minibatch (None when it evaluated none); ``num_evaluated``:
     how many candidates it evaluated (0 or 1); ``details``: the runtime's row (the proposal's
     fate and gate for GEPA, the instruction and demo set for MIPRO).
@@ -143,13 +144,20 @@ def _trials(rows: Sequence[Mapping[str, Any]]) -> tuple[GenerationStats, ...]:
     return tuple(
         GenerationStats(
             generation=int(row.get("trial", i + 1)),
-            best_score=row.get("best"),
+            best_score=_best_of(row.get("best")),
             mean_score=row.get("score"),
             num_evaluated=1 if row.get("score") is not None else 0,
             details=dict(row),
         )
         for i, row in enumerate(rows)
     )
+
+
+def _best_of(best: Any) -> float | None:
+    """A trial row's best-so-far: ``{"candidate_id", "score", "trial"}`` (or a bare number)."""
+    if isinstance(best, Mapping):
+        return best.get("score")
+    return best if isinstance(best, int | float) else None
 
 
 def _iterations(events: Sequence[Event]) -> tuple[GenerationStats, ...]:

@@ -186,7 +186,12 @@ async def test_trace_is_merged_and_can_be_left_out(
     assert [m["role"] for m in full["messages"]] == ["system", "assistant"]
     assert full["tool_calls"] == [{"name": "search", "arguments": {"q": "x"}}]
     assert full["events"] == [
-        {"type": "task", "seed": "row-0", "input": {"text": "message 0"}, "expected": "card_arrival"},
+        {
+            "type": "task",
+            "seed": "row-0",
+            "input": {"text": "message 0"},
+            "expected": "card_arrival",
+        },
         {"type": "agent_result", "trace_id": "tr-9", "metadata": {"k": 1}},
     ]
     assert empty == {"messages": [], "tool_calls": [], "events": []}

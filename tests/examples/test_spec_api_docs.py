@@ -46,7 +46,7 @@ async def test_usage_snippet_runs_as_written(
 ) -> None:
     base, app = models
     # --- doc: Usage
-    from optimizer import (
+    from optimizer import (  # noqa: I001 (the doc's import lines, only the module renamed)
         PromptTemplate,
         GEPAConfig,
         run_gepa,
