@@ -73,7 +73,7 @@ class ChatTarget:
         )
 
     async def __call__(self, task: Task, candidate: Candidate) -> AgentResult:
-        messages = candidate.template.render(task.input)
+        messages = candidate.template.render(task.fields)
         response = await self._client.chat.completions.create(
             model=candidate.model or self.model,
             messages=messages,  # type: ignore[arg-type]

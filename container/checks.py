@@ -15,7 +15,7 @@ from container.splits import Splits
 from container.task import Task
 from container.verifiers import Verifier, missing_label_fix
 from schemas import PromptTemplate
-from schemas.template import placeholders, task_fields
+from schemas.template import placeholders
 
 __all__ = ["check_row_fits", "served_warnings", "template_problem"]
 
@@ -24,15 +24,15 @@ EXAMPLES = 5
 
 def template_problem(template: PromptTemplate, task: Task) -> str | None:
     """Why ``task``'s input cannot fill ``template``'s user template, or ``None`` if it can."""
-    fields = task_fields(task.input)
+    fields = task.fields
     missing = [name for name in placeholders(template.user_template) if name not in fields]
     if not missing:
         return None
     have = ", ".join(sorted(fields)) or "none"
     return (
         f"user_template {template.user_template!r} needs field(s) {', '.join(missing)} but "
-        f"the row's input has: {have}; add the field(s) to the row's input or change the "
-        "template's placeholders"
+        f"the row has: {have}; add the field(s) to the row or change the template's "
+        "placeholders"
     )
 
 

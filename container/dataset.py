@@ -4,9 +4,14 @@ Column mapping (the first column present wins, the rest go to ``metadata``):
 
 - name: ``name`` | ``id``; otherwise ``<file stem>-<row index, 5 digits>``
 - input: ``input`` | ``text`` | ``question`` | ``query`` | ``prompt`` (required: a row whose
-  input is missing, null, blank or empty is refused with its row number, never served)
-- expected: ``expected`` | ``label`` | ``answer`` | ``category`` | ``output`` | ``target``
-- instruction: ``instruction`` (optional)
+  input is missing, null, blank or empty is refused with its row number, never served).
+  ``Task.input`` is always a dict: an ``input`` object as is, any other value as
+  ``{column: value}`` (``{"text": ...}``, ``{"input": ...}``)
+- expected: ``expected`` | ``ground_truth`` | ``label`` | ``answer`` | ``category`` |
+  ``output`` | ``target``
+- instruction: ``instruction``; expected_schema: ``expected_schema`` (a JSON Schema object,
+  in CSV as JSON text) (both optional)
+- metadata: a ``metadata`` object column is the metadata itself; the other columns join it
 
 A folder whose files are named ``train.*``, ``val.*`` (or ``validation``/``dev``) and
 ``holdout.*`` (or ``test``) defines the splits by file. ``splits.json`` and
@@ -31,7 +36,7 @@ __all__ = ["Dataset", "load_dataset"]
 
 NAME_COLUMNS = ("name", "id")
 INPUT_COLUMNS = ("input", "text", "question", "query", "prompt")
-EXPECTED_COLUMNS = ("expected", "label", "answer", "category", "output", "target")
+EXPECTED_COLUMNS = ("expected", "ground_truth", "label", "answer", "category", "output", "target")
 SUFFIXES = (".jsonl", ".json", ".csv")
 COMPANIONS = ("splits.json", "verifier.json")
 SPLIT_STEMS = {
@@ -188,13 +193,51 @@ def _task(file: Path, index: int, where: str, row: dict[str, Any]) -> Task:
         )
     expected = _pop_first(rest, EXPECTED_COLUMNS)
     instruction = rest.pop("instruction", "")
+    schema = _schema(file, where, rest.pop("expected_schema", None))
     return Task(
         name=str(name),
-        input=task_input,
+        input=task_input if isinstance(task_input, dict) else {column: task_input},
         expected=expected,
         instruction="" if instruction is None else str(instruction),
-        metadata=rest,
+        metadata=_metadata(file, where, rest),
+        expected_schema=schema,
     )
+
+
+def _metadata(file: Path, where: str, rest: dict[str, Any]) -> dict[str, Any]:
+    """The row's other columns; a ``metadata`` object column is merged in, not nested."""
+    nested = rest.pop("metadata", None)
+    if isinstance(nested, str) and nested.strip().startswith("{"):  # a CSV cell
+        nested = _json(file, nested, f"{where}, column 'metadata'")
+    if nested is None or nested == "":
+        return rest
+    if not isinstance(nested, dict):
+        raise UserError(
+            f"dataset file {file}, {where}: column 'metadata' must be an object of fields, "
+            f'got {type(nested).__name__}; write it as {{"key": value}} or use plain columns'
+        )
+    clash = sorted(set(nested) & set(rest))
+    if clash:
+        raise UserError(
+            f"dataset file {file}, {where}: metadata field(s) {', '.join(clash)} are both a "
+            "column and a key of the 'metadata' column; keep one of them"
+        )
+    return {**nested, **rest}
+
+
+def _schema(file: Path, where: str, value: Any) -> dict[str, Any] | None:
+    """The row's ``expected_schema``: a JSON Schema object (JSON text in a CSV cell)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        value = _json(file, value, f"{where}, column 'expected_schema'")
+    if not isinstance(value, dict):
+        raise UserError(
+            f"dataset file {file}, {where}: column 'expected_schema' must be a JSON Schema "
+            f'object such as {{"type": "object", "required": ["order_id"]}}, '
+            f"got {type(value).__name__}"
+        )
+    return value
 
 
 def _is_missing(value: Any) -> bool:

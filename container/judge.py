@@ -104,7 +104,10 @@ def _prompt(spec: LlmJudgeSpec, task: Task, result: AgentResult) -> str:
     parts = [f"Rubric:\n{spec.rubric}"]
     if task.instruction:
         parts.append(f"Task instruction:\n{task.instruction}")
-    parts.append(f"Input:\n{_text(task.input)}")
+    shown = next(iter(task.input.values())) if len(task.input) == 1 else task.input
+    parts.append(f"Input:\n{_text(shown)}")
+    if task.expected_schema:
+        parts.append(f"The output should match this JSON Schema:\n{_text(task.expected_schema)}")
     if task.expected is not None:
         parts.append(f"Reference answer:\n{_text(task.expected)}")
     parts.append(f"Agent output:\n{_text(result.output)}")

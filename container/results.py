@@ -1,4 +1,5 @@
-"""What a target returns (``AgentResult``) and what a verifier returns (``Score``).
+"""What a target returns (``AgentResult``) and what a verifier returns (``Score``, see
+:mod:`schemas.scoring`: a score, or weighted metrics).
 
 Both are pydantic models because user code hands them across a boundary; the coercion
 helpers accept the short forms the decorator documents and reject anything else with a
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from container.faults import UserMistake
 from schemas import Trace
+from schemas.scoring import Score
 
 __all__ = ["AgentResult", "Score", "coerce_result", "coerce_score"]
 
@@ -36,15 +38,6 @@ class AgentResult(BaseModel):
     metadata: dict[str, Any] | None = None
     trace: Trace | None = None
     messages: list[dict[str, Any]] | None = None
-
-
-class Score(BaseModel):
-    """A verifier's judgement: ``score`` in [0, 1] and actionable ``feedback``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    score: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
-    feedback: str = ""
 
 
 def coerce_result(value: Any, *, target_id: str) -> AgentResult:

@@ -17,7 +17,8 @@ from container.program import ServedProgram
 from container.results import AgentResult, coerce_result
 from container.target import Target, is_async_callable
 from container.task import Candidate, Task
-from schemas import RolloutRequest, RolloutResponse, TemplateError, Trace, Usage
+from schemas import PromptTemplate, RolloutRequest, RolloutResponse, TemplateError, Trace, Usage
+from schemas.template import placeholders
 
 __all__ = ["call_target", "run_rollout"]
 
@@ -49,10 +50,10 @@ async def run_rollout(served: ServedProgram, request: RolloutRequest) -> Rollout
     score = await served.verifier.score(task, result)
     return RolloutResponse(
         reward=score.score,
-        objectives={"reward": score.score},
+        objectives=score.objectives(),
         output=to_jsonable_python(result.output, fallback=str),
         feedback=score.feedback,
-        trace=_trace(result, task) if request.return_trace else Trace(),
+        trace=_trace(result, task, served.target.template) if request.return_trace else Trace(),
         usage=Usage(
             input_tokens=result.input_tokens or 0,
             output_tokens=result.output_tokens or 0,
@@ -106,17 +107,25 @@ def _resolve(served: ServedProgram, request: RolloutRequest) -> tuple[Task, Cand
     return task, candidate
 
 
-def _task_event(task: Task) -> dict[str, Any]:
-    """The seed's input (and, on train seeds only, its label): what MIPRO builds demos from."""
-    event: dict[str, Any] = {"type": "task", "seed": task.name, "input": task.input}
+def _task_event(task: Task, template: PromptTemplate | None) -> dict[str, Any]:
+    """The seed's input (and, on train seeds only, its label): what MIPRO builds demos from.
+
+    Under a template, the input is the fields its placeholders name (a flat row's metadata
+    columns included), so a demo made from it renders like the row did.
+    """
+    shown: Any = task.input
+    if template is not None:
+        fields = task.fields
+        shown = {name: fields[name] for name in placeholders(template.user_template)}
+    event: dict[str, Any] = {"type": "task", "seed": task.name, "input": shown}
     if task.split == "train":
         event["expected"] = task.expected
     return event
 
 
-def _trace(result: AgentResult, task: Task) -> Trace:
+def _trace(result: AgentResult, task: Task, template: PromptTemplate | None) -> Trace:
     trace = result.trace or Trace()
-    events = [_task_event(task), *trace.events]
+    events = [_task_event(task, template), *trace.events]
     if result.trace_id is not None or result.metadata:
         events.append(
             {"type": "agent_result", "trace_id": result.trace_id, "metadata": result.metadata or {}}

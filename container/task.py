@@ -16,17 +16,36 @@ __all__ = ["Candidate", "Task"]
 class Task:
     """One dataset row, named by a stable seed name.
 
-    ``input`` is what the agent works on, ``expected`` what the verifier compares against
-    (``None`` when the dataset has no such column), ``split`` is ``train``, ``val``,
-    ``holdout`` or ``None`` for a row in no split.
+    ``input`` is what the agent works on, always a dict of fields (a row's ``text`` column
+    arrives as ``{"text": ...}``, so ``task.input.get("order_id")`` works for every row);
+    ``expected`` what the verifier compares against (``None`` when the dataset has no such
+    column); ``expected_schema`` a JSON Schema of the wanted output a verifier may use;
+    ``split`` is ``train``, ``val``, ``holdout`` or ``None`` for a row in no split.
     """
 
     name: str
-    input: Any
+    input: Mapping[str, Any]
     expected: Any = None
     instruction: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     split: str | None = None
+    expected_schema: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.input, Mapping):  # Task(input="q") in user code and tests
+            object.__setattr__(self, "input", {"input": self.input})
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The row's own fields, what a user template's ``{placeholders}`` name.
+
+        The metadata columns and the input's fields (the input wins a clash); a single-field
+        input also fills ``{input}``, so ``"{input}"`` renders a row with a ``text`` column.
+        """
+        fields = {**self.metadata, **self.input}
+        if len(self.input) == 1 and "input" not in fields:
+            fields["input"] = next(iter(self.input.values()))
+        return fields
 
     def as_row(self) -> dict[str, Any]:
         """The row content that defines this task (what the fingerprint hashes)."""
@@ -36,6 +55,7 @@ class Task:
             "expected": self.expected,
             "instruction": self.instruction,
             "metadata": dict(self.metadata),
+            **({"expected_schema": self.expected_schema} if self.expected_schema else {}),
         }
 
 

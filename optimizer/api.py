@@ -11,7 +11,11 @@
         reflection_model="gpt-4.1",
         config=RunConfig(auto="light", seed=0),
     )
-    result.best_template, result.population, result.stats
+    result.best_template, result.final_population, result.history
+
+The same functions take the prompt-optimization spec's arguments (``initial_template``,
+``GEPAConfig``/``MIPROConfig``, ``endpoint``, ``mutation_endpoint``/``proposer_endpoint``,
+``score_fn``, ``environment_factory``): :mod:`optimizer.spec_api` translates them into these.
 
 The task runs where it always does, in a task container: either ``container=URL`` (one or a
 list) or one built here from the template, the dataset, the score function and ``agent``
@@ -25,63 +29,73 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from container import create_app, optimize
 from container.chat import ChatTarget
+from container.splits import Splits
 from container.target import Registry
+from optimizer.api_result import OptimizationResult, build_result
 from optimizer.embedded import EmbeddedContainer
-from optimizer.run import RunResult, run_optimization
+from optimizer.run import run_optimization
 from optimizer.search import ProposerLike
-from schemas import Event, PromptTemplate, RunConfig, TemplateError, UserError
+from optimizer.spec_agent import EnvironmentFactory
+from optimizer.spec_api import is_spec_call, spec_call
+from optimizer.spec_config import Endpoint, GEPAConfig, MIPROConfig
+from schemas import PromptTemplate, RunConfig, UserError
 from workspace import Workspace
 
-__all__ = ["Member", "OptimizeResult", "run_gepa", "run_mipro"]
+__all__ = ["run_gepa", "run_mipro"]
 
 
-@dataclass(frozen=True)
-class Member:
-    """One candidate of the final population with its scores (None: not evaluated there)."""
-
-    candidate_id: str
-    origin: str
-    parents: tuple[str, ...]
-    components: Mapping[str, str]
-    template: PromptTemplate | None
-    train: float | None
-    holdout: float | None
-    minibatch: Mapping[str, float] | None
-
-
-@dataclass(frozen=True)
-class OptimizeResult:
-    """What a run produced: the best template, the population, statistics, the evidence."""
-
-    method: str
-    best_template: PromptTemplate | None
-    best_components: Mapping[str, str]
-    promoted: bool
-    lift: float
-    population: tuple[Member, ...]
-    stats: tuple[dict[str, Any], ...]  # per generation (GEPA iteration) or per MIPRO trial
-    run: RunResult
-
-    @property
-    def evidence_dir(self) -> Path:
-        """The run's folder with ``evidence.json`` and ``report.md``."""
-        return self.run.evidence_dir
+async def run_gepa(
+    initial_template: PromptTemplate | None = None,
+    config: RunConfig | GEPAConfig | None = None,
+    dataset: Any = None,
+    endpoint: Endpoint | None = None,
+    mutation_endpoint: Endpoint | None = None,
+    score_fn: Callable[..., Any] | None = None,
+    environment_factory: EnvironmentFactory | None = None,
+    **kwargs: Any,
+) -> OptimizationResult:
+    """Optimize with GEPA (reflective prompt evolution), in either call style (module docstring)."""
+    spec = {"endpoint": endpoint, "reflection_endpoint": mutation_endpoint, "score_fn": score_fn}
+    spec["environment_factory"] = environment_factory
+    return await _either("gepa", initial_template, config, dataset, spec, kwargs)
 
 
-async def run_gepa(template: PromptTemplate | None = None, **kwargs: Any) -> OptimizeResult:
-    """Optimize with GEPA (reflective prompt evolution); see the module docstring."""
-    return await _optimize("gepa", template, **kwargs)
+async def run_mipro(
+    initial_template: PromptTemplate | None = None,
+    config: RunConfig | MIPROConfig | None = None,
+    dataset: Any = None,
+    endpoint: Endpoint | None = None,
+    proposer_endpoint: Endpoint | None = None,
+    score_fn: Callable[..., Any] | None = None,
+    environment_factory: EnvironmentFactory | None = None,
+    **kwargs: Any,
+) -> OptimizationResult:
+    """Optimize with MIPRO (instructions x few-shot demos by TPE), in either call style."""
+    spec = {"endpoint": endpoint, "reflection_endpoint": proposer_endpoint, "score_fn": score_fn}
+    spec["environment_factory"] = environment_factory
+    return await _either("mipro", initial_template, config, dataset, spec, kwargs)
 
 
-async def run_mipro(template: PromptTemplate | None = None, **kwargs: Any) -> OptimizeResult:
-    """Optimize with MIPRO (instructions x few-shot demos by TPE); see the module docstring."""
-    return await _optimize("mipro", template, **kwargs)
+async def _either(
+    method: Literal["gepa", "mipro"],
+    template: PromptTemplate | None,
+    config: Any,
+    dataset: Any,
+    spec: dict[str, Any],
+    kwargs: dict[str, Any],
+) -> OptimizationResult:
+    """The spec style is translated by ``spec_call`` into the keyword style: one code path."""
+    if not is_spec_call(config, spec):
+        return await _optimize(method, template, config=config, dataset=dataset, **kwargs)
+    async with spec_call(
+        method, initial_template=template, config=config, dataset=dataset, extra=kwargs, **spec
+    ) as arguments:
+        return await _optimize(method, arguments.pop("template"), **arguments)
 
 
 async def _optimize(
@@ -93,7 +107,7 @@ async def _optimize(
     dataset: str | Path | Sequence[Mapping[str, Any]] | None = None,
     score: Any = None,
     agent: Callable[..., Any] | None = None,
-    splits: str | Path | None = None,
+    splits: str | Path | Splits | None = None,
     task_model: str | None = None,
     task_base_url: str | None = None,
     task_api_key_env: str = "OPENAI_API_KEY",
@@ -104,7 +118,7 @@ async def _optimize(
     workspace: Workspace | str | Path = ".gepa",
     proposer: ProposerLike | None = None,
     on_event: Callable[..., None] | None = None,
-) -> OptimizeResult:
+) -> OptimizationResult:
     base = config or RunConfig()
     update: dict[str, Any] = {"method": method}
     if reflection_model:
@@ -159,7 +173,7 @@ async def _optimize(
             finally:
                 if isinstance(target, ChatTarget):
                     await target.aclose()
-        return await _result(method, template, result, ws)
+        return await build_result(method, template, result, ws)
 
 
 def _app(
@@ -200,88 +214,6 @@ def _dataset_path(ws: Workspace, dataset: Any) -> Path:
     if not path.exists():
         path.write_text(text, encoding="utf-8")
     return path
-
-
-async def _result(
-    method: str, template: PromptTemplate | None, run: RunResult, ws: Workspace
-) -> OptimizeResult:
-    packet = run.evidence
-    scores = {c["candidate_id"]: c for c in packet["candidates"]}
-
-    def as_template(components: Mapping[str, str]) -> PromptTemplate | None:
-        if template is None or "demos" not in components:
-            return None
-        try:
-            return template.with_components(components)
-        except TemplateError:  # a GEPA edit that broke the demos JSON: no template for it
-            return None
-
-    population = tuple(
-        Member(
-            candidate_id=r.candidate_id,
-            origin=r.origin,
-            parents=tuple(r.parents),
-            components=dict(r.components),
-            template=as_template(r.components),
-            train=scores.get(r.candidate_id, {}).get("train"),
-            holdout=scores.get(r.candidate_id, {}).get("holdout"),
-            minibatch=scores.get(r.candidate_id, {}).get("minibatch"),
-        )
-        for r in await ws.list_candidates(run.run_id)
-    )
-    best = packet["best"]["components"]
-    if method == "mipro":
-        stats = tuple(packet.get("mipro", {}).get("trials", []))
-    else:
-        stats = _generations(await ws.events_since(run.run_id))
-    return OptimizeResult(
-        method=method,
-        best_template=as_template(best),
-        best_components=best,
-        promoted=bool(packet["promotion"]["promoted"]),
-        lift=float(packet["promotion"]["lift"]),
-        population=population,
-        stats=stats,
-        run=run,
-    )
-
-
-def _generations(events: Sequence[Event]) -> tuple[dict[str, Any], ...]:
-    """One row per GEPA iteration: the proposal's fate, its (last) gate, the best train mean
-    after it (a rebased proposal's row shows the gate of its rebased text)."""
-    rows: dict[int, dict[str, Any]] = {}
-    best: float | None = None
-    current: int | None = None
-    outcomes = {"gate": "gated", "proposal_rejected": "rejected", "skipped": "skipped"}
-    for event in events:
-        d = event.data
-        if event.type == "scored" and d.get("split") == "train" and d.get("mean") is not None:
-            best = d["mean"] if best is None else max(best, d["mean"])
-            if current is not None:
-                rows[current]["best_train"] = best
-        elif event.type in outcomes and "iteration" in d:
-            current = int(d["iteration"])
-            row = rows.setdefault(current, {"iteration": current})
-            row["outcome"] = outcomes[event.type]
-            row["best_train"] = best
-            for key in (
-                "candidate_id",
-                "parent",
-                "parent_score",
-                "child_score",
-                "accepted",
-                "reason",
-            ):
-                if key in d:
-                    row[key] = d[key]
-    # With proposals in flight, iterations finish out of order: each row gets the best train
-    # mean known once it and every earlier iteration had finished.
-    ordered, so_far = [rows[k] for k in sorted(rows)], None
-    for row in ordered:
-        if row.get("best_train") is not None:
-            so_far = row["best_train"] if so_far is None else max(so_far, row["best_train"])
-        row["best_train"] = so_far
-    return tuple(ordered)
 
 
 class _Workspace:

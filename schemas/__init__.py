@@ -61,10 +61,12 @@ from schemas.records import (
     content_hash,
     policy_key,
 )
+from schemas.scoring import Metric, Score
 from schemas.template import (
     DEMOS_COMPONENT,
     SYSTEM_COMPONENT,
     Demo,
+    FewShotExample,
     PromptTemplate,
     TemplateError,
     demos_from_text,
@@ -78,7 +80,10 @@ __all__ = [
     "DEMOS_COMPONENT",
     "SYSTEM_COMPONENT",
     "Demo",
+    "FewShotExample",
+    "Metric",
     "PromptTemplate",
+    "Score",
     "TemplateError",
     "demos_from_text",
     "demos_to_text",

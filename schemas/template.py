@@ -9,17 +9,32 @@ then the task.
 
 A task's input is either a mapping of fields (``{"question": ..., "unit": ...}``) or a single
 value, which fills the ``{input}`` placeholder.
+
+The spec API's names are the same fields, not copies: ``system`` is ``system_prompt`` and
+``few_shot_examples`` is ``demos`` (both names are accepted when building or loading and both
+read the same value), and ``FewShotExample`` is ``Demo``. ``score``, ``generation`` and ``id``
+are what an optimization result says about a template; they are not part of its components,
+so they change neither a candidate's hash nor a rollout.
 """
 
 from __future__ import annotations
 
 import json
 import string
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from schemas.exceptions import UserError
 
@@ -27,6 +42,7 @@ __all__ = [
     "DEMOS_COMPONENT",
     "SYSTEM_COMPONENT",
     "Demo",
+    "FewShotExample",
     "PromptTemplate",
     "TemplateError",
     "demos_from_text",
@@ -45,12 +61,25 @@ class TemplateError(UserError):
 
 
 class Demo(BaseModel):
-    """One few-shot example: the task's input (fields or one value) and the wanted output."""
+    """One few-shot example: the task's input (fields or one value) and the wanted output.
+
+    ``FewShotExample("2+2", "4")`` (the spec's name, positional) builds the same model.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     input: Any
     output: str
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        if len(args) > 2:
+            raise TypeError("FewShotExample takes (input, output)")
+        data.update(zip(("input", "output"), args, strict=False))
+        super().__init__(**data)
+
+
+FewShotExample = Demo
+_ALIASES = {"system": "system_prompt", "few_shot_examples": "demos"}
 
 
 def placeholders(user_template: str) -> tuple[str, ...]:
@@ -81,9 +110,34 @@ class PromptTemplate(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    system_prompt: str
+    system_prompt: str = Field(validation_alias=AliasChoices("system_prompt", "system"))
     user_template: str = "{input}"
-    demos: tuple[Demo, ...] = Field(default_factory=tuple)
+    demos: tuple[Demo, ...] = Field(
+        default_factory=tuple, validation_alias=AliasChoices("demos", "few_shot_examples")
+    )
+    # What a result says about the template (the spec's metadata), never part of a candidate.
+    score: float | None = None
+    generation: int = 0
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name_each(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            for alias, name in _ALIASES.items():
+                if alias in data and name in data:
+                    raise ValueError(f"give {name}= or {alias}= (the same field), not both")
+        return data
+
+    @property
+    def system(self) -> str:
+        """The system prompt (the spec's name for ``system_prompt``)."""
+        return self.system_prompt
+
+    @property
+    def few_shot_examples(self) -> tuple[Demo, ...]:
+        """The few-shot demos (the spec's name for ``demos``)."""
+        return self.demos
 
     @field_validator("user_template")
     @classmethod

@@ -86,7 +86,7 @@ class Banking77Agent:
     async def run(self, task: Task, candidate: Candidate) -> AgentResult:
         """One chat completion; the output is the parsed label (``unknown`` if none)."""
         model = candidate.model or self.settings.model
-        messages = build_messages(candidate["system_prompt"], self.labels, str(task.input))
+        messages = build_messages(candidate["system_prompt"], self.labels, str(task.input["text"]))
         response = await self.client.chat.completions.create(
             model=model,
             messages=messages,  # type: ignore[arg-type]

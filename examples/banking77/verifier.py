@@ -37,7 +37,7 @@ class Banking77Verifier:
         expected = str(task.expected)
         raw = str((result.metadata or {}).get("raw_output", result.output) or "")
         predicted = parse_label(str(result.output or ""), self.labels)
-        query = str(task.input)
+        query = str(task.input.get("text", ""))
         if normalize_label(predicted) == normalize_label(expected):
             return Score(score=1.0, feedback=f"correct: predicted {predicted}")
         if predicted == UNKNOWN:

@@ -6,6 +6,7 @@ examples/calculator/splits.json``; build it in-process with ``create_calculator_
 """
 
 from examples.calculator.agent import CalculatorAgent
+from examples.calculator.environment import CalculatorEnvironment
 from examples.calculator.program import (
     BASELINE,
     DATASET,
@@ -45,6 +46,7 @@ __all__ = [
     "Calculator",
     "CalculatorAgent",
     "CalculatorEnv",
+    "CalculatorEnvironment",
     "CalculatorError",
     "CalculatorVerifier",
     "Reply",

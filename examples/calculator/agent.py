@@ -77,7 +77,7 @@ class CalculatorAgent:
         """The ReAct loop; the output is the final answer as a normalized number (or ``""``)."""
         model = candidate.model or self.settings.model
         state = _Run(
-            messages=demos_as_answers(candidate.template.render(task.input)),
+            messages=demos_as_answers(candidate.template.render(task.fields)),
             env=CalculatorEnv(max_calls=self.settings.max_calls),
         )
         for step in range(1, self.settings.max_steps + 1):

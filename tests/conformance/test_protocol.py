@@ -292,8 +292,7 @@ def test_template_rows_missing_a_field_are_422_and_broken_demos_score_zero(
     assert missing.json()["error"]["type"] == "TemplateMismatch"
     assert missing.json()["error"]["message"] == (
         "seed 't-missing': user_template 'Question: {question}' needs field(s) question but the "
-        "row's input has: query; add the field(s) to the row's input or change the template's "
-        "placeholders"
+        "row has: input, query; add the field(s) to the row or change the template's placeholders"
     )
 
 

@@ -102,7 +102,8 @@ async def test_task_and_candidate_reach_the_target(
         default = await client.post("/rollout", json=_body(program.seeds.train[0]))
     assert response.status_code == 200 and default.status_code == 200
     (task, candidate), (train_task, default_candidate) = seen
-    assert (task.name, task.split, task.input) == (seed, "holdout", f"message {seed.split('-')[1]}")
+    assert (task.name, task.split) == (seed, "holdout")
+    assert task.input == {"text": f"message {seed.split('-')[1]}"}
     assert train_task.split == "train" and task.metadata == {}
     assert (candidate.text, candidate.candidate_id, candidate.model) == (
         "new prompt",
@@ -185,7 +186,12 @@ async def test_trace_is_merged_and_can_be_left_out(
     assert [m["role"] for m in full["messages"]] == ["system", "assistant"]
     assert full["tool_calls"] == [{"name": "search", "arguments": {"q": "x"}}]
     assert full["events"] == [
-        {"type": "task", "seed": "row-0", "input": "message 0", "expected": "card_arrival"},
+        {
+            "type": "task",
+            "seed": "row-0",
+            "input": {"text": "message 0"},
+            "expected": "card_arrival",
+        },
         {"type": "agent_result", "trace_id": "tr-9", "metadata": {"k": 1}},
     ]
     assert empty == {"messages": [], "tool_calls": [], "events": []}

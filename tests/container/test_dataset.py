@@ -25,12 +25,16 @@ def test_jsonl_column_mapping_and_metadata(tmp_path: Path) -> None:
     first, second, third = data.tasks
     assert (first.name, first.input, first.expected, first.instruction) == (
         "qa-00000",
-        "2+2?",
+        {"question": "2+2?"},
         "4",
         "Add.",
     )
     assert dict(first.metadata) == {"source": "gsm", "level": 1}
-    assert (second.name, second.input, second.expected) == ("custom", "capital of France", "Paris")
+    assert (second.name, second.input, second.expected) == (
+        "custom",
+        {"query": "capital of France"},
+        "Paris",
+    )
     assert (third.name, third.expected, third.instruction) == ("qa-00002", None, "")
     assert data.get("custom") is second and "qa-00000" in data and len(data) == 3
 
@@ -40,7 +44,7 @@ def test_first_matching_column_wins_and_the_rest_is_metadata(tmp_path: Path) -> 
         tmp_path / "d.jsonl", [{"id": 7, "input": "a", "text": "b", "label": "x", "output": "y"}]
     )
     (task,) = load_dataset(path).tasks
-    assert (task.name, task.input, task.expected) == ("7", "a", "x")
+    assert (task.name, task.input, task.expected) == ("7", {"input": "a"}, "x")
     assert dict(task.metadata) == {"text": "b", "output": "y"}
 
 
@@ -50,11 +54,11 @@ def test_json_list_and_csv(tmp_path: Path) -> None:
         'id,text,label,note\nc1,"multi\nline",spam,x\nc2,plain,ham,\n', encoding="utf-8"
     )
     (task,) = load_dataset(tmp_path / "rows.json").tasks
-    assert (task.name, task.input, task.expected) == ("rows-00000", "hi", "greet")
+    assert (task.name, task.input, task.expected) == ("rows-00000", {"text": "hi"}, "greet")
     c1, c2 = load_dataset(tmp_path / "rows.csv").tasks
     assert (c1.name, c1.input, c1.expected, dict(c1.metadata)) == (
         "c1",
-        "multi\nline",
+        {"text": "multi\nline"},
         "spam",
         {"note": "x"},
     )

@@ -117,7 +117,7 @@ def test_task_fields() -> None:
     task = Task(name="n", input="i", expected="e", instruction="do", metadata={"k": 1}, split="val")
     assert task.as_row() == {
         "name": "n",
-        "input": "i",
+        "input": {"input": "i"},
         "expected": "e",
         "instruction": "do",
         "metadata": {"k": 1},

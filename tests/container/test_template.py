@@ -144,7 +144,7 @@ async def test_template_target_serves_components_metadata_and_renders_candidates
     assert helped["trace"]["events"][0] == {
         "type": "task",
         "seed": seed,
-        "input": f"thing {seed[1:]}",
+        "input": {"input": f"thing {seed[1:]}"},
         "expected": expected,
     }
     assert broken["reward"] == 0.0 and "not valid JSON" in str(broken["feedback"])

@@ -121,7 +121,7 @@ async def test_a_row_the_template_cannot_render_is_422_before_the_target_runs(
     kind, text = _error(misfit)
     assert kind == "TemplateMismatch"
     assert "seed 'misfit'" in text and "needs field(s) question, unit" in text
-    assert "input has: text" in text and "change the template's placeholders" in text
+    assert "the row has: input, text" in text and "change the template's placeholders" in text
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,12 @@ def _optimize(container: str, reflection: str, workspace: Path) -> subprocess.Co
 
 def test_optimize_run_promotes_a_better_prompt_for_the_readme_node_agent(tmp_path: Path) -> None:
     agent = node.build_readme_agent(tmp_path / "agent")
+    # The README's tickets have a text column (task.input is {"text": ...}).
+    rows = [json.loads(line) for line in (FAKES / "toy_data.jsonl").read_text().splitlines()]
+    tickets = tmp_path / "tickets.jsonl"
+    for row in rows:
+        row["text"] = row.pop("input")
+    tickets.write_text("".join(json.dumps(row) + "\n" for row in rows))
     student = student_app()
     with (
         thread_server(student) as student_url,
@@ -65,7 +71,7 @@ def test_optimize_run_promotes_a_better_prompt_for_the_readme_node_agent(tmp_pat
         node.node_container(
             agent,
             "--dataset",
-            str(FAKES / "toy_data.jsonl"),
+            str(tickets),
             "--splits-file",
             str(FAKES / "toy_splits.json"),
             env={"OPENAI_BASE_URL": f"{student_url}/v1", "OPENAI_API_KEY": "test-key"},

@@ -75,7 +75,9 @@ def test_prepared_folder_defines_the_splits_for_the_sdk(tmp_path: Path) -> None:
     source = {e.name: e for e in TRAIN}[row["name"]]
     assert (row["text"], row["category"]) == (source.text, source.label)
     task = dataset.get(row["name"])
-    assert task is not None and task.expected == source.label and task.input == source.text
+    assert (
+        task is not None and task.expected == source.label and task.input == {"text": source.text}
+    )
 
 
 def test_sample_config_reads_the_environment() -> None:

@@ -37,7 +37,9 @@ EXAMPLES = {
     "card_delivery_estimate": ["How long does delivery take?", "When will a card arrive?"],
 }
 VERIFIER = Banking77Verifier(LABELS, EXAMPLES)
-TASK = Task(name="b77-test-00001", input="My card has not come yet", expected="card_arrival")
+TASK = Task(
+    name="b77-test-00001", input={"text": "My card has not come yet"}, expected="card_arrival"
+)
 
 
 def test_correct_answer_scores_one() -> None:

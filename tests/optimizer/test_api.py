@@ -100,14 +100,22 @@ async def test_run_mipro_returns_best_template_population_and_trials(
     best = result.best_template
     assert best is not None and best.user_template == TEMPLATE.user_template and best.demos
     assert best.with_components(result.best_components) == best
-    origins = {m.origin for m in result.population}
+    assert best.id == result.run.evidence["best"]["candidate_id"]
+    origins = {m.origin for m in result.members}
     assert origins == {"seed", "mipro"}
-    baseline = next(m for m in result.population if m.origin == "seed")
-    assert baseline.template == TEMPLATE and baseline.train == 0.0
-    assert result.stats and [t["trial"] for t in result.stats] == list(
-        range(1, len(result.stats) + 1)
+    baseline = next(m for m in result.members if m.origin == "seed")
+    assert baseline.template is not None and baseline.train == 0.0
+    assert baseline.template.model_dump(include={"system_prompt", "user_template", "demos"}) == (
+        TEMPLATE.model_dump(include={"system_prompt", "user_template", "demos"})
     )
-    assert {"instruction", "demo_set", "score", "best"} <= set(result.stats[0])
+    assert (baseline.template.id, baseline.template.score) == (baseline.candidate_id, 0.0)
+    assert [t.id for t in result.final_population] == [m.candidate_id for m in result.members]
+    assert result.history and [t.generation for t in result.history] == list(
+        range(1, len(result.history) + 1)
+    )
+    assert {"instruction", "demo_set", "score", "best"} <= set(result.history[0].details)
+    last = result.history[-1]
+    assert last.best_score == last.details["best"]["score"] and last.best_score > 0
     assert (result.evidence_dir / "evidence.json").exists()
 
 
@@ -119,13 +127,16 @@ async def test_run_gepa_returns_per_generation_statistics(tmp_path: Path, splits
     assert result.method == "gepa" and result.best_template is not None
     assert result.best_template.system_prompt.startswith("Name the animal.")
     assert result.best_template.system_prompt != TEMPLATE.system_prompt
-    gated = [s for s in result.stats if s["outcome"] == "gated"]
-    assert gated and all({"parent_score", "child_score", "accepted"} <= set(s) for s in gated)
-    bests = [s["best_train"] for s in result.stats if s["best_train"] is not None]
+    gated = [s for s in result.history if s.details["outcome"] == "gated"]
+    assert gated and all(
+        {"parent_score", "child_score", "accepted"} <= set(s.details) for s in gated
+    )
+    assert all(s.num_evaluated == 1 and s.mean_score is not None for s in gated)
+    bests = [s.best_score for s in result.history if s.best_score is not None]
     assert bests == sorted(bests) and bests[-1] > 0
     # use_merge=False: no merge of frontier pairs; proposals written in parallel may still be
     # rebased onto the best (stored with origin "merge" and the rationale saying so).
-    origins = {m.origin for m in result.population}
+    origins = {m.origin for m in result.members}
     assert {"seed", "mutation"} <= origins <= {"seed", "mutation", "merge"}
 
 

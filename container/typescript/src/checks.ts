@@ -13,21 +13,21 @@ import type { Dataset } from "./dataset.js";
 import { UserMistake } from "./errors.js";
 import { pyRepr } from "./python.js";
 import type { Splits } from "./splits.js";
-import type { Task } from "./task.js";
-import { taskFields, type PromptTemplate } from "./template.js";
+import { taskFieldsOf, type Task } from "./task.js";
+import type { PromptTemplate } from "./template.js";
 import { missingLabelFix, type Verifier } from "./verifiers.js";
 
 const EXAMPLES = 5;
 
 /** Why `task`'s input cannot fill `template`'s user template, or `null` if it can. */
 export function templateProblem(template: PromptTemplate, task: Task): string | null {
-  const fields = taskFields(task.input);
+  const fields = taskFieldsOf(task);
   const missing = template.placeholders.filter((name) => !(name in fields));
   if (missing.length === 0) return null;
   const have = Object.keys(fields).sort().join(", ") || "none";
   return (
     `user_template ${pyRepr(template.userTemplate)} needs field(s) ${missing.join(", ")} but ` +
-    `the row's input has: ${have}; add the field(s) to the row's input or change the template's placeholders`
+    `the row has: ${have}; add the field(s) to the row or change the template's placeholders`
   );
 }
 

@@ -6,9 +6,12 @@
  * Column mapping (the first column present wins, the rest go to `metadata`):
  * - name: `name` | `id`; otherwise `<file stem>-<row index, 5 digits>`
  * - input: `input` | `text` | `question` | `query` | `prompt` (required: a row whose input is
- *   missing, null, blank or empty is refused with its row number, never served)
- * - expected: `expected` | `label` | `answer` | `category` | `output` | `target`
- * - instruction: `instruction` (optional)
+ *   missing, null, blank or empty is refused with its row number, never served). `Task.input`
+ *   is always an object: an `input` object as is, any other value as `{column: value}`
+ * - expected: `expected` | `ground_truth` | `label` | `answer` | `category` | `output` | `target`
+ * - instruction: `instruction`; expected_schema: `expected_schema` (a JSON Schema object, in CSV
+ *   as JSON text) (both optional)
+ * - metadata: a `metadata` object column is the metadata itself; the other columns join it
  *
  * A folder whose files are named `train.*`, `val.*` (or `validation`/`dev`) and `holdout.*`
  * (or `test`) defines the splits by file. `splits.json` and `verifier.json` inside a folder
@@ -25,7 +28,7 @@ import type { SplitName, Task } from "./task.js";
 
 export const NAME_COLUMNS = ["name", "id"] as const;
 export const INPUT_COLUMNS = ["input", "text", "question", "query", "prompt"] as const;
-export const EXPECTED_COLUMNS = ["expected", "label", "answer", "category", "output", "target"] as const;
+export const EXPECTED_COLUMNS = ["expected", "ground_truth", "label", "answer", "category", "output", "target"] as const;
 const SUFFIXES = [".jsonl", ".json", ".csv"];
 const COMPANIONS = ["splits.json", "verifier.json"];
 export const SPLIT_STEMS: Readonly<Record<string, SplitName>> = {
@@ -221,14 +224,54 @@ function toTask(file: string, index: number, where: string, row: Record<string, 
   const expected = popFirst(rest, EXPECTED_COLUMNS);
   const instruction = "instruction" in rest ? rest["instruction"] : "";
   delete rest["instruction"];
+  const schema = expectedSchema(file, where, "expected_schema" in rest ? rest["expected_schema"] : null);
+  delete rest["expected_schema"];
   return Object.freeze({
     name: pyStr(name),
-    input,
+    input: isPlainObject(input) ? input : { [column]: input },
     expected: expected ?? null,
     instruction: instruction === null || instruction === undefined ? "" : pyStr(instruction),
-    metadata: rest,
+    metadata: metadataOf(file, where, rest),
     split: null,
+    expectedSchema: schema,
   });
+}
+
+/** The row's other columns; a `metadata` object column is merged in, not nested. */
+function metadataOf(file: string, where: string, rest: Record<string, unknown>): Record<string, unknown> {
+  let nested = "metadata" in rest ? rest["metadata"] : null;
+  delete rest["metadata"];
+  if (typeof nested === "string" && pyStrip(nested).startsWith("{")) {
+    nested = parseJson(file, nested, `${where}, column 'metadata'`);
+  }
+  if (nested === null || nested === undefined || nested === "") return rest;
+  if (!isPlainObject(nested)) {
+    throw new UserError(
+      `dataset file ${file}, ${where}: column 'metadata' must be an object of fields, ` +
+        `got ${typeName(nested)}; write it as {"key": value} or use plain columns`,
+    );
+  }
+  const clash = Object.keys(nested).filter((k) => k in rest).sort(compareCodePoints);
+  if (clash.length > 0) {
+    throw new UserError(
+      `dataset file ${file}, ${where}: metadata field(s) ${clash.join(", ")} are both a ` +
+        "column and a key of the 'metadata' column; keep one of them",
+    );
+  }
+  return { ...nested, ...rest };
+}
+
+/** The row's `expected_schema`: a JSON Schema object (JSON text in a CSV cell). */
+function expectedSchema(file: string, where: string, value: unknown): Record<string, unknown> | null {
+  if (value === null || value === undefined || value === "") return null;
+  const parsed = typeof value === "string" ? parseJson(file, value, `${where}, column 'expected_schema'`) : value;
+  if (!isPlainObject(parsed)) {
+    throw new UserError(
+      `dataset file ${file}, ${where}: column 'expected_schema' must be a JSON Schema ` +
+        `object such as {"type": "object", "required": ["order_id"]}, got ${typeName(parsed)}`,
+    );
+  }
+  return parsed;
 }
 
 /** How an input is missing (null, a blank string, an empty list or object), or `null` if it is not. */

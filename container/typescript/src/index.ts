@@ -5,7 +5,7 @@
  *     import { optimize } from "gepa-container";
  *
  *     optimize({ id: "support-triage", baseline: "Route the ticket." }, async (task, candidate) => {
- *       return await callMyModel(candidate.text, String(task.input), candidate.model);
+ *       return await callMyModel(candidate.text, String(task.input["text"]), candidate.model);
  *     });
  *
  * Serve it with `npx gepa-container serve ./agent.js --dataset tickets.jsonl`, or in code with
@@ -35,7 +35,7 @@ export {
   type Target,
   type TargetFn,
 } from "./target.js";
-export { Candidate, type SplitName, type Task } from "./task.js";
+export { Candidate, taskFieldsOf, type SplitName, type Task } from "./task.js";
 export { PromptTemplate, type ChatMessage, type Demo } from "./template.js";
 export { normalizeText } from "./text.js";
 export { loadVerifier, Verifier, type VerifierFn, type VerifierLike } from "./verifiers.js";

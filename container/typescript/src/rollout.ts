@@ -9,7 +9,7 @@ import type { RolloutRequest, RolloutResponse } from "./protocol.js";
 import { pyRepr } from "./python.js";
 import { AgentResult, coerceResult } from "./results.js";
 import { splitOf } from "./splits.js";
-import { Candidate, type Task } from "./task.js";
+import { Candidate, taskFieldsOf, type Task } from "./task.js";
 import type { PromptTemplate } from "./template.js";
 
 /**
@@ -41,7 +41,7 @@ export async function runRollout(served: ServedProgram, request: RolloutRequest)
   const measuredMs = performance.now() - started;
   const result = coerceResult(value, served.target.id);
   const score = await served.verifier.score(task, result);
-  const trace = request.return_trace ? traceOf(result, task) : emptyTrace();
+  const trace = request.return_trace ? traceOf(result, task, served.target.template) : emptyTrace();
   return response(score.score, jsonable(result.output), score.feedback, trace, usage(result, measuredMs));
 }
 
@@ -99,15 +99,23 @@ function emptyTrace(): RolloutResponse["trace"] {
   return { messages: [], tool_calls: [], events: [] };
 }
 
-/** The seed's input (and, on train seeds only, its label): what MIPRO builds demos from. */
-function taskEvent(task: Task): Record<string, unknown> {
-  const event: Record<string, unknown> = { type: "task", seed: task.name, input: task.input };
+/**
+ * The seed's input (and, on train seeds only, its label): what MIPRO builds demos from. Under a
+ * template, the input is the fields its placeholders name, so a demo made from it renders.
+ */
+function taskEvent(task: Task, template: PromptTemplate | null): Record<string, unknown> {
+  let shown: unknown = task.input;
+  if (template !== null) {
+    const fields = taskFieldsOf(task);
+    shown = Object.fromEntries(template.placeholders.map((name) => [name, fields[name]]));
+  }
+  const event: Record<string, unknown> = { type: "task", seed: task.name, input: shown };
   if (task.split === "train") event["expected"] = task.expected;
   return event;
 }
 
-function traceOf(result: AgentResult, task: Task): RolloutResponse["trace"] {
-  const events: unknown[] = [taskEvent(task), ...result.trace.events];
+function traceOf(result: AgentResult, task: Task, template: PromptTemplate | null): RolloutResponse["trace"] {
+  const events: unknown[] = [taskEvent(task, template), ...result.trace.events];
   if (result.traceId !== null || (result.metadata !== null && Object.keys(result.metadata).length > 0)) {
     events.push({ type: "agent_result", trace_id: result.traceId, metadata: result.metadata ?? {} });
   }

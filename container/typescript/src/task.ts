@@ -7,17 +7,31 @@ import type { PromptTemplate } from "./template.js";
 export type SplitName = "train" | "val" | "holdout";
 
 /**
- * One dataset row, named by a stable seed name. `input` is what the agent works on, `expected`
- * what the verifier compares against (`null` when the dataset has no such column), `split` is
- * the row's split or `null` for a row in no split.
+ * One dataset row, named by a stable seed name. `input` is what the agent works on, always an
+ * object of fields (a row's `text` column arrives as `{text: ...}`); `expected` what the
+ * verifier compares against (`null` when the dataset has no such column); `expectedSchema` a
+ * JSON Schema of the wanted output a verifier may use; `split` is the row's split or `null`
+ * for a row in no split.
  */
 export interface Task {
   readonly name: string;
-  readonly input: unknown;
+  readonly input: Record<string, unknown>;
   readonly expected: unknown;
   readonly instruction: string;
   readonly metadata: Record<string, unknown>;
   readonly split: SplitName | null;
+  readonly expectedSchema?: Record<string, unknown> | null;
+}
+
+/**
+ * The row's own fields, what a user template's `{placeholders}` name: the metadata columns and
+ * the input's fields (the input wins a clash); a single-field input also fills `{input}`.
+ */
+export function taskFieldsOf(task: Task): Record<string, unknown> {
+  const fields: Record<string, unknown> = { ...task.metadata, ...task.input };
+  const keys = Object.keys(task.input);
+  if (keys.length === 1 && !("input" in fields)) fields["input"] = task.input[keys[0]!];
+  return fields;
 }
 
 /** The row content that defines a task: what the program fingerprint hashes. */
@@ -28,6 +42,7 @@ export function taskRow(task: Task): Record<string, unknown> {
     expected: task.expected,
     instruction: task.instruction,
     metadata: task.metadata,
+    ...(task.expectedSchema ? { expected_schema: task.expectedSchema } : {}),
   };
 }
 

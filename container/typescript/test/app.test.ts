@@ -51,7 +51,7 @@ async function agent(task: Task, candidate: { text: string; model: string | null
     case "int":
       return 42;
   }
-  const output = candidate.text.includes("echo") ? String(task.input) : "unknown";
+  const output = candidate.text.includes("echo") ? String(task.input["input"]) : "unknown";
   return new AgentResult({ output, usage: { inputTokens: 5, outputTokens: 1 }, costUsd: 0.001, traceId: "t-1", messages: [{ role: "assistant", content: output }] });
 }
 
@@ -125,7 +125,7 @@ describe("the HTTP container", () => {
     assert.deepEqual(body.usage.input_tokens + body.usage.output_tokens, 6);
     assert.equal(body.usage.cost_usd, 0.001);
     assert.deepEqual(body.trace.events, [
-      { type: "task", seed: "ok", input: "alpha", expected: "alpha" },
+      { type: "task", seed: "ok", input: { input: "alpha" }, expected: "alpha" },
       { type: "agent_result", trace_id: "t-1", metadata: {} },
     ]);
     const miss = await (await rollout("ok", { system_prompt: "quiet" })).json() as any;
@@ -213,8 +213,8 @@ describe("the HTTP container", () => {
     assert.deepEqual((await missing.json() as any).error, {
       type: "TemplateMismatch",
       message:
-        "seed 'q2': user_template 'Q: {question}' needs field(s) question but the row's input has: query; " +
-        "add the field(s) to the row's input or change the template's placeholders",
+        "seed 'q2': user_template 'Q: {question}' needs field(s) question but the row has: input, query; " +
+        "add the field(s) to the row or change the template's placeholders",
     });
     assert.equal(renders, 1, "the target never ran on the row it cannot render");
     const broken = await post("q1", "not json");

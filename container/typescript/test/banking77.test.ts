@@ -49,7 +49,7 @@ test("wrong answers get feedback with real queries of both labels, never the see
     { name: "b", text: "My card has not come yet", label: "card_arrival" },
     { name: "c", text: "How long does delivery take?", label: "card_delivery_estimate" },
   ]));
-  const task = { name: "s", input: "My card has not come yet", expected: "card_arrival", instruction: "", metadata: {}, split: null };
+  const task = { name: "s", input: { text: "My card has not come yet" }, expected: "card_arrival", instruction: "", metadata: {}, split: null };
   assert.deepEqual(verifier.score(task, new AgentResult({ output: "Card arrival" })).score, 1);
   const wrong = verifier.score(task, new AgentResult({ output: "card_delivery_estimate" }));
   assert.equal(

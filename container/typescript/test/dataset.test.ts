@@ -16,7 +16,7 @@ function folder(files: Record<string, string>): string {
 test("columns map to name, input, expected and instruction; the rest is metadata", () => {
   const root = folder({ "rows.jsonl": '{"id": 7, "question": "q?", "answer": 3, "instruction": "be brief", "topic": "math"}\n' });
   const [task] = loadDataset(join(root, "rows.jsonl")).tasks;
-  assert.deepEqual(task, { name: "7", input: "q?", expected: 3, instruction: "be brief", metadata: { topic: "math" }, split: null });
+  assert.deepEqual(task, { name: "7", input: { question: "q?" }, expected: 3, instruction: "be brief", metadata: { topic: "math" }, split: null, expectedSchema: null });
 });
 
 test("rows without a name are named after the file stem and their index among non-blank lines", () => {
@@ -31,7 +31,7 @@ test("CSV with a byte-order mark, JSON lists and folders of split files", () => 
     "splits.json": "{}",
   });
   const data = loadDataset(root);
-  assert.deepEqual(data.tasks.map((t) => [t.name, t.input, t.expected]), [["test-00000", "bye", "farewell"], ["train-00000", "hi", "greet"]]);
+  assert.deepEqual(data.tasks.map((t) => [t.name, t.input, t.expected]), [["test-00000", { input: "bye" }, "farewell"], ["train-00000", { text: "hi" }, "greet"]]);
   assert.deepEqual(data.fileSplits, { holdout: ["test-00000"], train: ["train-00000"] });
 });
 

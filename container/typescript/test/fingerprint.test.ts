@@ -8,7 +8,7 @@ import { optimize, Registry, type Target } from "../src/target.js";
 import type { Task } from "../src/task.js";
 import { loadVerifier } from "../src/verifiers.js";
 
-const rows = (labels: string[]): Task[] => labels.map((l, i) => ({ name: `r${i}`, input: `q${i}`, expected: l, instruction: "", metadata: {}, split: null }));
+const rows = (labels: string[]): Task[] => labels.map((l, i) => ({ name: `r${i}`, input: { input: `q${i}` }, expected: l, instruction: "", metadata: {}, split: null }));
 
 function target(options: { baseline?: string; version?: string; fn?: () => string } = {}): Target {
   const registry = new Registry();

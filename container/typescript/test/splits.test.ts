@@ -9,7 +9,7 @@ import { defaultSplits, loadSplits } from "../src/splits.js";
 import type { Task } from "../src/task.js";
 
 function dataset(labels: string[]): Dataset {
-  const tasks: Task[] = labels.map((label, i) => ({ name: `row-${i}`, input: `q${i}`, expected: label, instruction: "", metadata: {}, split: null }));
+  const tasks: Task[] = labels.map((label, i) => ({ name: `row-${i}`, input: { input: `q${i}` }, expected: label, instruction: "", metadata: {}, split: null }));
   return new Dataset(tasks);
 }
 

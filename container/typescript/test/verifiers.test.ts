@@ -7,7 +7,7 @@ import type { Task } from "../src/task.js";
 import { formatG, normalizeText } from "../src/text.js";
 import { loadVerifier } from "../src/verifiers.js";
 
-const task = (expected: unknown): Task => ({ name: "s1", input: "q", expected, instruction: "", metadata: {}, split: "train" });
+const task = (expected: unknown): Task => ({ name: "s1", input: { input: "q" }, expected, instruction: "", metadata: {}, split: "train" });
 
 async function score(spec: unknown, expected: unknown, output: unknown): Promise<Score> {
   const verifier = await loadVerifier(spec as Record<string, unknown>);
@@ -51,7 +51,7 @@ test("a row with no label, or a label numeric cannot read, is a UserMistake nami
     (err: unknown) =>
       err instanceof UserMistake &&
       err.kind === "MissingLabel" &&
-      /^seed 's1' has no expected value; the normalized verifier compares the output with it: add an expected\/label\/answer value to the row \(the label is read from the first of the columns expected, label, answer, category, output, target/.test(err.message),
+      /^seed 's1' has no expected value; the normalized verifier compares the output with it: add an expected\/label\/answer value to the row \(the label is read from the first of the columns expected, ground_truth, label, answer, category, output, target/.test(err.message),
   );
   await assert.rejects(score({ type: "numeric" }, "two", "2"), (err: unknown) => err instanceof UserMistake && err.kind === "BadLabel" && /expected value 'two' is not a number; the numeric verifier needs a number there/.test(err.message));
   assert.equal((await loadVerifier({ type: "regex", pattern: "x" })).needsLabel, false);

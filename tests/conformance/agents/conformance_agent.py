@@ -36,7 +36,7 @@ def conformance(task: Task, candidate: Candidate) -> Any:
     if mode == "provider_5xx":
         raise _provider_error(502, {})
     if mode == "connection":
-        httpx.post(f"http://127.0.0.1:{task.input}/v1/chat/completions")
+        httpx.post(f"http://127.0.0.1:{task.input['input']}/v1/chat/completions")
         return "unreachable"
     if mode == "crash":
         raise RuntimeError("the agent crashed")
@@ -46,7 +46,7 @@ def conformance(task: Task, candidate: Candidate) -> Any:
         return candidate.template.system_prompt
     if mode == "user_mistake":
         raise UserMistake("MissingRubric", f"seed {task.name!r} has no rubric; add a rubric column")
-    text = str(task.input)
+    text = str(task.input["input"])
     output = text if "echo" in candidate.text.lower() else "unknown"
     return AgentResult(
         output=output,
@@ -70,6 +70,6 @@ def conformance(task: Task, candidate: Candidate) -> Any:
 )
 def template(task: Task, candidate: Candidate) -> Any:
     """Render the task through the candidate's template, then add the two numbers it asks about."""
-    messages = candidate.template.render(task.input)
+    messages = candidate.template.render(task.fields)
     a, b = messages[-1]["content"].removeprefix("Question: ").split("+")
     return {"output": str(int(a) + int(b)), "messages": messages}

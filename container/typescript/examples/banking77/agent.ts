@@ -49,7 +49,7 @@ function cost(model: string, inputTokens: number, outputTokens: number): number 
 
 /** Classify one query with the candidate prompt; the output is the parsed label. */
 export async function classify(task: Task, candidate: Candidate): Promise<AgentResult> {
-  const messages = buildMessages(candidate.text, String(task.input));
+  const messages = buildMessages(candidate.text, String(task.input["text"]));
   const model = candidate.model ?? settings.model;
   const answer = await complete(settings, messages, model);
   return new AgentResult({

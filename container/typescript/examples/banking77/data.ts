@@ -63,7 +63,7 @@ export function loadLabels(dir = sourceDir()): string[] {
 export function loadExamples(file: "train" | "test", dir = sourceDir()): Example[] {
   return loadDataset(join(dir, `${file}.csv`)).tasks.map((task) => ({
     name: `b77-${task.name}`,
-    text: String(task.input),
+    text: String(task.input["text"]),
     label: String(task.expected),
   }));
 }

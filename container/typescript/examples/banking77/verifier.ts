@@ -21,7 +21,7 @@ export class Banking77Verifier {
     const expected = String(task.expected);
     const raw = String(result.metadata?.["raw_output"] ?? result.output ?? "");
     const predicted = parseLabel(String(result.output ?? ""), this.labels);
-    const query = String(task.input);
+    const query = String(task.input["text"] ?? "");
     if (normalizeLabel(predicted) === normalizeLabel(expected)) return new Score(1, `correct: predicted ${predicted}`);
     if (predicted === UNKNOWN) {
       const shown = raw.trim().slice(0, 120) || "(empty)";
