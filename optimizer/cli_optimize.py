@@ -41,6 +41,7 @@ from optimizer.report import promotion_summary
 from optimizer.run import RunResult
 from optimizer.service.remote import ServiceClient
 from schemas import Event, GepaError, RunConfig, UserError
+from schemas.env import read_env
 from workspace import Workspace, resolve_workspace
 
 __all__ = ["add_parser", "check_runnable"]
@@ -84,14 +85,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         if command is not dry:
             command.add_argument(
                 "--server",
-                default=os.environ.get("GEPA_SERVER"),
                 metavar="URL",
                 help="send the run to this `gepa-runtime serve` (env GEPA_SERVER)",
             )
             command.add_argument(
-                "--server-token",
-                default=os.environ.get("GEPA_SERVE_TOKEN"),
-                help="the service's bearer token (env GEPA_SERVE_TOKEN)",
+                "--server-token", help="the service's bearer token (env GEPA_SERVE_TOKEN)"
             )
         command.set_defaults(func=func)
 
@@ -134,7 +132,14 @@ def _where(args: argparse.Namespace, root: Path) -> str:
     return f"--workspace {shlex.quote(str(root))}"
 
 
+def _server_from_env(args: argparse.Namespace) -> None:
+    """``--server`` and ``--server-token`` from the environment (or the docs' names)."""
+    args.server = args.server or read_env("GEPA_SERVER")
+    args.server_token = args.server_token or read_env("GEPA_SERVE_TOKEN")
+
+
 def _create(args: argparse.Namespace) -> int:
+    _server_from_env(args)
     config = _new_config(args)
     root = resolve_workspace(args.workspace)
     if args.server:
@@ -193,6 +198,7 @@ def _dry_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _server_from_env(args)
     if args.server:
         return asyncio.run(_run_remote(args))
     root = resolve_workspace(args.workspace)
