@@ -6,6 +6,7 @@ from typing import Any
 
 from optimizer.service.digest import RunDigest
 from schemas import CandidateRecord, RunRecord, TrialView
+from schemas.trace_ids import trace_id_of
 from workspace import Workspace
 
 __all__ = ["candidate_views", "run_view", "trial_views"]
@@ -100,6 +101,7 @@ async def trial_views(workspace: Workspace, trials: list[TrialView]) -> list[dic
                 feedback=source.feedback,
                 error=source.error,
                 latency_ms=source.latency_ms,
+                trace_id=trace_id_of(source.trace),
             )
         out.append(view)
     return out
