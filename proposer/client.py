@@ -42,6 +42,7 @@ __all__ = [
     "resolve_endpoint",
 ]
 
+_OWN_ENDPOINTS = ("openrouter/", "ollama/", "ollama_chat/")  # prefixes with a URL of their own
 # Reasoning models take max_completion_tokens (which also counts hidden reasoning tokens)
 # and only their default temperature.
 _REASONING = re.compile(r"^(o\d|gpt-5)")
@@ -62,10 +63,18 @@ class Endpoint:
     local: bool
 
 
-def resolve_endpoint(config: ProposerConfig) -> Endpoint:
+def resolve_endpoint(config: ProposerConfig, environ: Mapping[str, str] | None = None) -> Endpoint:
     """Apply the provider-prefix rules (``openrouter/``, ``openai/``, ...) of
-    :mod:`schemas.routing` and classify the URL as local or remote."""
-    route = route_model(config.model, base_url=config.base_url, api_key_env=config.api_key_env)
+    :mod:`schemas.routing` and classify the URL as local or remote.
+
+    Without a base URL, an OpenAI model goes where ``OPENAI_BASE_URL`` points (the ``openai``
+    client's own rule, as LiteLLM's): said here so checks and defaults see the real endpoint.
+    """
+    env = os.environ if environ is None else environ
+    base_url = config.base_url
+    if base_url is None and not config.model.startswith(_OWN_ENDPOINTS):
+        base_url = env.get("OPENAI_BASE_URL") or None
+    route = route_model(config.model, base_url=base_url, api_key_env=config.api_key_env)
     return Endpoint(route.base_url, route.model, route.api_key_env, local=route.local)
 
 
@@ -134,7 +143,7 @@ class ModelClient:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
-        self.endpoint = resolve_endpoint(config)
+        self.endpoint = resolve_endpoint(config, env)
         key = env.get(self.endpoint.api_key_env)
         if not key:
             if not self.endpoint.local:
