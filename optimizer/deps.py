@@ -91,7 +91,7 @@ async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str
     )
     top = d.state.train_best(candidate_id)
     await d.events.emit(
-        "scored", {"candidate_id": candidate_id, "split": "train", "mean": mean, "best": top}
+        "scored", {"candidate_id": candidate_id, "split": "train", "mean": mean, "best_seed": top}
     )
     await d.events.emit(
         "frontier",

@@ -430,7 +430,7 @@ class _Run:
         await self.events.emit(
             "scored",
             {"candidate_id": cid, "split": "train", "mean": state.train_mean(cid),
-             "best": state.train_best(cid)},
+             "best_seed": state.train_best(cid)},
         )  # fmt: skip
         booked = len(await queue.misses(base.components, plan.holdout))
         budget.reserve(booked, final=True)

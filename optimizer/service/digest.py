@@ -70,7 +70,7 @@ class RunDigest:
         elif kind == "scored" and data.get("split") == "train":
             entry = {"candidate_id": data.get("candidate_id"), "mean": data.get("mean")}
             self.means[str(entry["candidate_id"])] = entry["mean"]
-            self.bests[str(entry["candidate_id"])] = data.get("best")
+            self.bests[str(entry["candidate_id"])] = data.get("best_seed")
             if self.baseline is None:
                 self.baseline = entry
                 self.candidates = max(self.candidates, 1)

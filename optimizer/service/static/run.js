@@ -61,7 +61,7 @@
       case "scored": {
         const c = candidate(d.candidate_id);
         c.mean = d.mean;
-        c.best = d.best;
+        c.best = d.best_seed;
         if (!S.baseline) S.baseline = { candidate_id: d.candidate_id, mean: d.mean };
         if (d.mean !== null && d.mean !== undefined) {
           S.scored.push({ t: ev.ts, mean: d.mean, id: d.candidate_id });
