@@ -33,6 +33,7 @@ from container.program import ServedProgram, build_served_program
 from container.rollout import run_rollout
 from container.splits import Splits
 from container.target import Target
+from container.tracing import configure_tracing
 from schemas import Health, RolloutRequest
 
 __all__ = ["create_app", "served_program"]
@@ -56,6 +57,7 @@ def create_app(
     ``load_verifier`` takes, defaulting to the decorator's, else ``normalized``.
     """
     served = build_served_program(target, dataset=dataset, splits=splits, verifier=verifier)
+    configure_tracing()  # OTLP export when OTEL_EXPORTER_OTLP_* asks for it (optional extra)
     expected_auth = token.encode() if token else None
     program_body = served.program.model_dump(mode="json")
     health_body = Health().model_dump(mode="json")

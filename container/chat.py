@@ -2,8 +2,9 @@
 
 ``ChatTarget(model=..., base_url=...)`` is what the Python API serves when the user gives a
 template, a dataset and a score function but no agent of their own. The student is reached
-over any OpenAI-compatible endpoint; its faults propagate (the SDK answers 429/503 and the
-optimizer retries), so the client does not retry itself.
+over any OpenAI-compatible endpoint, its name routed by provider prefix (``openai/``,
+``openrouter/``: :mod:`container.student`); its faults propagate (the SDK answers 429/503 and
+the optimizer retries), so the client does not retry itself.
 """
 
 from __future__ import annotations
@@ -11,16 +12,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
-
-from openai import AsyncOpenAI
 
 from container.results import AgentResult
+from container.student import StudentClients
 from container.task import Candidate, Task
+from schemas.env import read_env
+from schemas.routing import is_local_url
 
 __all__ = ["ChatTarget", "StudentEndpoint", "student_from_env"]
-
-_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 
 
 @dataclass(frozen=True)
@@ -35,15 +34,19 @@ class StudentEndpoint:
 def student_from_env(environ: Mapping[str, str] | None = None) -> StudentEndpoint:
     """From ``GEPA_STUDENT_MODEL``, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
 
-    The default model is ``student`` (the alias of ``gepa-runtime models serve``) for a
-    local endpoint or without a key, else ``gpt-4o-mini``; a missing key becomes ``local``.
+    ``GEPA_STUDENT_MODEL`` also answers to the docs' ``ROLLOUT_GEPA_STUDENT_MODEL`` and the
+    deprecated ``GEPA_TASK_MODEL`` (:mod:`schemas.env`). The model keeps its provider prefix
+    (``openai/...``, ``openrouter/...``); :class:`StudentClients` routes it. The default
+    model is ``student`` (the alias of ``gepa-runtime models serve``) for a local endpoint or
+    without a key, else ``gpt-4o-mini``; a missing key becomes ``local``.
     """
     env = os.environ if environ is None else environ
     key = env.get("OPENAI_API_KEY") or ""
     base_url = env.get("OPENAI_BASE_URL") or None
-    local = base_url is not None and urlsplit(base_url).hostname in _LOCAL_HOSTS
+    local = base_url is not None and is_local_url(base_url)
     default = "gpt-4o-mini" if key and not local else "student"
-    return StudentEndpoint(env.get("GEPA_STUDENT_MODEL") or default, base_url, key or "local")
+    model = read_env("GEPA_STUDENT_MODEL", env) or default
+    return StudentEndpoint(model, base_url, key or "local")
 
 
 class ChatTarget:
@@ -65,17 +68,15 @@ class ChatTarget:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self._client = AsyncOpenAI(
-            base_url=base_url,
-            api_key=os.environ.get(api_key_env) or "sk-local-no-key",
-            timeout=timeout_s,
-            max_retries=0,
+        self._clients = StudentClients(
+            base_url=base_url, api_key=os.environ.get(api_key_env), timeout_s=timeout_s
         )
 
     async def __call__(self, task: Task, candidate: Candidate) -> AgentResult:
         messages = candidate.template.render(task.fields)
-        response = await self._client.chat.completions.create(
-            model=candidate.model or self.model,
+        client, model = self._clients.resolve(candidate.model or self.model)
+        response = await client.chat.completions.create(
+            model=model,
             messages=messages,  # type: ignore[arg-type]
             temperature=self.temperature,
             max_tokens=self.max_tokens,
@@ -91,4 +92,4 @@ class ChatTarget:
 
     async def aclose(self) -> None:
         """Close the client's connections."""
-        await self._client.close()
+        await self._clients.aclose()

@@ -17,6 +17,7 @@ from container.program import ServedProgram
 from container.results import AgentResult, coerce_result
 from container.target import Target, is_async_callable
 from container.task import Candidate, Task
+from container.tracing import rollout_span
 from schemas import PromptTemplate, RolloutRequest, RolloutResponse, TemplateError, Trace, Usage
 from schemas.template import placeholders
 
@@ -30,9 +31,21 @@ async def run_rollout(served: ServedProgram, request: RolloutRequest) -> Rollout
     ``UserMistake`` (422) before the target runs: no candidate can fix it. A template
     candidate whose ``demos`` component does not parse, or holds a demo whose input does not
     fit the user template, is not run: it scores 0 with feedback saying why (a broken prompt
-    is the candidate's failure, not an infrastructure fault to retry).
+    is the candidate's failure, not an infrastructure fault to retry). With OpenTelemetry,
+    it all runs in an ``optimize:<target id>`` span (:mod:`container.tracing`).
     """
     task, candidate = _resolve(served, request)
+    with rollout_span(served.target.id, request, task.split) as span:
+        response = await _run(served, request, task, candidate)
+        event = span.finish(response.reward) if span is not None else None
+    if event is not None and request.return_trace:  # the trace id, for the console's feed
+        response.trace.events.append(event)
+    return response
+
+
+async def _run(
+    served: ServedProgram, request: RolloutRequest, task: Task, candidate: Candidate
+) -> RolloutResponse:
     check_row_fits(served.target.template, task)
     if served.target.template is not None:
         try:

@@ -1,6 +1,8 @@
 """Run-config flags shared by ``optimize create | dry-run | run``, each with a ``GEPA_*`` env.
 
-Precedence: flag > environment variable > RunConfig default. Only flags the user set (or
+Precedence: flag > environment variable > RunConfig default. Each variable also answers to
+the product docs' ``ROLLOUT_GEPA_*`` name, and ``--task-model``'s is ``GEPA_STUDENT_MODEL``
+(``GEPA_TASK_MODEL`` is deprecated): see :mod:`schemas.env`. Only flags the user set (or
 whose env var is set) reach the config, so a resumed run is not overridden by defaults.
 """
 
@@ -8,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas import RunConfig, UserError
+from schemas.env import config_env, read_env
 
 __all__ = [
     "FLAGS",
@@ -38,7 +40,7 @@ class Flag:
 
     @property
     def env(self) -> str:
-        return "GEPA_" + self.field.upper()
+        return config_env(self.field)
 
 
 def _bool(text: str) -> bool:
@@ -239,22 +241,21 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Config fields the user set by flag or environment."""
     data: dict[str, Any] = {}
     containers = args.container or [
-        u for u in os.environ.get("GEPA_CONTAINERS", "").split(",") if u.strip()
+        u for u in (read_env("GEPA_CONTAINERS") or "").split(",") if u.strip()
     ]
     if containers:
         data["containers"] = [u.strip() for u in containers]
-    token = args.token or os.environ.get("GEPA_CONTAINER_TOKEN")
+    token = args.token or read_env("GEPA_CONTAINER_TOKEN")
     if token:
         data["container_token"] = token
     for f in FLAGS:
         value = getattr(args, f.field, None)
-        if value is None and os.environ.get(f.env):
+        text = read_env(f.env) if value is None else None
+        if text:
             try:
-                value = f.type(os.environ[f.env])
+                value = f.type(text)
             except (ValueError, argparse.ArgumentTypeError) as exc:
-                raise UserError(
-                    f"{f.env}={os.environ[f.env]!r} is not valid for {f.flag}: {exc}"
-                ) from exc
+                raise UserError(f"{f.env}={text!r} is not valid for {f.flag}: {exc}") from exc
         if value is not None:
             data[f.field] = value
     names = getattr(args, "proposer_env", None) or [

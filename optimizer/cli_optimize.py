@@ -1,6 +1,8 @@
 """``gepa-runtime optimize create | dry-run | run``: create, check and run optimizations.
 
-``create`` validates and stores a run and prints the commands that check and run it;
+``create`` checks a run as ``dry-run`` does (:mod:`optimizer.create_check`), copies its
+dataset, splits and verifier files into the workspace (:mod:`optimizer.run_inputs`), stores
+it and prints the commands that check and run it;
 ``dry-run`` checks everything before any budget is spent (a few baseline rollouts, no
 reflection call, nothing stored); ``run`` runs a stored run (or resumes it) by id, or does
 everything in one shot without one. ``--module`` serves the target in-process
@@ -32,6 +34,7 @@ from optimizer.cli_flags import (
     config_from_args,
     config_overrides,
 )
+from optimizer.create_check import check_before_create
 from optimizer.embedded import absolute_paths, run_stored, stored_config
 from optimizer.events import Listener
 from optimizer.mipro import load_optuna
@@ -39,9 +42,11 @@ from optimizer.preflight import SAMPLE_ROLLOUTS, preflight, render_findings
 from optimizer.progress import ProgressBar
 from optimizer.report import promotion_summary
 from optimizer.run import RunResult
+from optimizer.run_inputs import create_with_inputs, resolve_inputs
 from optimizer.service.remote import ServiceClient
 from proposer.external import check_proposer_command
 from schemas import Event, GepaError, RunConfig, UserError
+from schemas.env import read_env
 from workspace import Workspace, resolve_workspace
 
 __all__ = ["add_parser", "check_runnable"]
@@ -59,23 +64,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     parser = sub.add_parser("optimize", help="create, check and run optimizations")
     commands = parser.add_subparsers(dest="optimize_command", metavar="SUBCOMMAND", required=True)
     create = commands.add_parser(
-        "create", help="validate and store a run; print the commands that check and run it"
+        "create",
+        help="check a run as dry-run does, copy its input files into the workspace and store it; "
+        "print the commands that check and run it",
     )
     create.add_argument("--run-id", default=None, help="id of the new run (default: run-<10 hex>)")
+    create.add_argument(
+        "--no-check",
+        action="store_true",
+        help="store the run without dry-run's checks (e.g. its container is not up yet)",
+    )
     dry = commands.add_parser(
         "dry-run", help="check a run (or the flags) before any budget is spent"
     )
     dry.add_argument(
         "run_id", nargs="?", default=None, help="the stored run to check (default: the flags)"
     )
-    dry.add_argument(
-        "--sample-rollouts",
-        type=int,
-        default=os.environ.get("GEPA_SAMPLE_ROLLOUTS", str(SAMPLE_ROLLOUTS)),  # type= parses it
-        metavar="N",
-        help="baseline rollouts sent on train seeds to catch rows or targets that fail every "
-        f"rollout; not stored (default {SAMPLE_ROLLOUTS}, 0: none; env GEPA_SAMPLE_ROLLOUTS)",
-    )
+    for command in (create, dry):
+        command.add_argument(
+            "--sample-rollouts",
+            type=int,
+            default=os.environ.get("GEPA_SAMPLE_ROLLOUTS", str(SAMPLE_ROLLOUTS)),  # type= parses
+            metavar="N",
+            help="baseline rollouts sent on train seeds to catch rows or targets that fail every "
+            f"rollout; not stored (default {SAMPLE_ROLLOUTS}, 0: none; env GEPA_SAMPLE_ROLLOUTS)",
+        )
     run = commands.add_parser("run", help="run an optimization (one shot), or run/resume RUN_ID")
     run.add_argument("run_id", nargs="?", default=None, help="run or resume this run")
     run.add_argument("--quiet", action="store_true", help="no progress line")
@@ -85,14 +98,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         if command is not dry:
             command.add_argument(
                 "--server",
-                default=os.environ.get("GEPA_SERVER"),
                 metavar="URL",
                 help="send the run to this `gepa-runtime serve` (env GEPA_SERVER)",
             )
             command.add_argument(
-                "--server-token",
-                default=os.environ.get("GEPA_SERVE_TOKEN"),
-                help="the service's bearer token (env GEPA_SERVE_TOKEN)",
+                "--server-token", help="the service's bearer token (env GEPA_SERVE_TOKEN)"
             )
         command.set_defaults(func=func)
 
@@ -136,14 +146,23 @@ def _where(args: argparse.Namespace, root: Path) -> str:
     return f"--workspace {shlex.quote(str(root))}"
 
 
+def _server_from_env(args: argparse.Namespace) -> None:
+    """``--server`` and ``--server-token`` from the environment (or the docs' names)."""
+    args.server = args.server or read_env("GEPA_SERVER")
+    args.server_token = args.server_token or read_env("GEPA_SERVE_TOKEN")
+
+
 def _create(args: argparse.Namespace) -> int:
+    _server_from_env(args)
     config = _new_config(args)
+    if not args.no_check and not check_before_create(config, max(args.sample_rollouts, 0)):
+        return 1
     root = resolve_workspace(args.workspace)
     if args.server:
         run_id = asyncio.run(_remote_create(args, config))["run_id"]
         place = f"on {args.server} (console: {args.server.rstrip('/')}/runs/{run_id})"
     else:
-        run_id = asyncio.run(_local_create(root, config, args.run_id))
+        run_id = asyncio.run(_local_create(root, config, args.run_id, imports=not args.no_check))
         place = f"in workspace {root}"
     where = _where(args, root)
     token = ' --token "$GEPA_CONTAINER_TOKEN"' if args.token and not args.server else ""
@@ -159,9 +178,9 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _local_create(root: Path, config: RunConfig, run_id: str | None) -> str:
+async def _local_create(root: Path, config: RunConfig, run_id: str | None, *, imports: bool) -> str:
     async with Workspace(root) as ws:
-        return (await ws.create_run(config, run_id)).run_id
+        return (await create_with_inputs(ws, config, run_id, target_defaults=imports)).run_id
 
 
 async def _remote_create(args: argparse.Namespace, config: RunConfig) -> dict[str, object]:
@@ -178,7 +197,7 @@ def _dry_run(args: argparse.Namespace) -> int:
             return "the flags", _new_config(args)
         async with Workspace(resolve_workspace(args.workspace)) as ws:
             record = await ws.get_run(args.run_id)
-        stored = stored_config(record)
+        stored = resolve_inputs(stored_config(record), ws.root)
         given = config_overrides(args)
         update = {k: v for k, v in given.items() if k in ("containers", "container_token")}
         if update.get("containers"):  # checking the run against other containers than its module
@@ -195,6 +214,7 @@ def _dry_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _server_from_env(args)
     if args.server:
         return asyncio.run(_run_remote(args))
     root = resolve_workspace(args.workspace)
@@ -310,7 +330,7 @@ async def _run_local(
     async with Workspace(root) as ws:
         if args.run_id is None:
             config = _new_config(args)
-            record = await ws.create_run(config)
+            record = await create_with_inputs(ws, config)
             run_ids.append(record.run_id)
             return await run_stored(
                 ws, record.run_id, secrets=config, on_event=listener, on_serving=_serving

@@ -89,7 +89,10 @@ async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str
     await d.workspace.save_frontier(
         d.run_id, {s: list(w) for s, w in frontier.winners.items()}, dict(frontier.best)
     )
-    await d.events.emit("scored", {"candidate_id": candidate_id, "split": "train", "mean": mean})
+    top = d.state.train_best(candidate_id)
+    await d.events.emit(
+        "scored", {"candidate_id": candidate_id, "split": "train", "mean": mean, "best_seed": top}
+    )
     await d.events.emit(
         "frontier",
         {

@@ -25,6 +25,7 @@ import uvicorn
 
 from container import create_app, load_target
 from optimizer.run import RunResult, run_optimization
+from optimizer.run_inputs import resolve_inputs
 from optimizer.search import ProposerLike
 from schemas import RunConfig, RunLeased, RunRecord, UserError
 from workspace import Workspace, leased_message
@@ -206,7 +207,7 @@ async def run_stored(
     holder = await workspace.lease_holder(run_id)
     if holder is not None:  # refused before the module and its dataset are loaded
         raise RunLeased(leased_message(holder))
-    stored = stored_config(record)
+    stored = resolve_inputs(stored_config(record), workspace.root)  # the copies `create` made
     given = secrets if secrets is not None else RunConfig()
     if stored.module and not given.containers:
         token = given.container_token.get_secret_value() if given.container_token else None

@@ -429,8 +429,10 @@ class _Run:
         train = await queue.evaluate(cid, base.components, plan.train, final=True)
         state.set_train(cid, {s: r.reward for s, r in train.items()})
         await self.events.emit(
-            "scored", {"candidate_id": cid, "split": "train", "mean": state.train_mean(cid)}
-        )
+            "scored",
+            {"candidate_id": cid, "split": "train", "mean": state.train_mean(cid),
+             "best_seed": state.train_best(cid)},
+        )  # fmt: skip
         booked = len(await queue.misses(base.components, plan.holdout))
         budget.reserve(booked, final=True)
 

@@ -54,6 +54,11 @@ class SearchState:
         scores = self.train.get(candidate_id)
         return mean_score(scores, self.train_seeds) if scores is not None else None
 
+    def train_best(self, candidate_id: str) -> float | None:
+        """Its highest reward on one train seed: next to the mean, how good it can get."""
+        scores = self.train.get(candidate_id)
+        return max(scores.values()) if scores else None
+
     def best(self) -> tuple[str, float] | None:
         """The candidate with the best train mean so far (earliest wins ties)."""
         ranked = self.ranked()

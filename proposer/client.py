@@ -1,10 +1,10 @@
 """The reflection model client: OpenAI-compatible chat completions through ``openai.AsyncOpenAI``.
 
-Routing: ``openrouter/<model>`` goes to OpenRouter (``https://openrouter.ai/api/v1``, model
-name without the prefix, key from ``OPENROUTER_API_KEY``); any other model goes to
-``base_url`` (OpenAI when unset). The key is read from the environment when the client is
-built and kept only inside the ``AsyncOpenAI`` instance. A local ``base_url`` (127.0.0.1,
-localhost) may run without a key. Retries on 429/5xx/timeouts with exponential backoff are
+Routing is :func:`schemas.routing.route_model`'s, the same as the student's: ``openrouter/``
+goes to OpenRouter with ``OPENROUTER_API_KEY``, ``openai/`` to OpenAI or ``base_url`` (prefix
+stripped), anything else to ``base_url`` (OpenAI when unset). The key is read from the
+environment when the client is built and kept only inside the ``AsyncOpenAI`` instance. A
+local ``base_url`` (127.0.0.1, localhost) may run without a key. Retries on 429/5xx/timeouts with exponential backoff are
 the ``openai`` client's own (``max_retries``; it honours ``Retry-After``).
 
 Every error it raises is scrubbed of the key (:class:`workspace.redact.Scrubber`): an
@@ -20,7 +20,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
-from urllib.parse import urlsplit
 
 import httpx
 import openai
@@ -29,6 +28,7 @@ from proposer.pricing import cost_usd, price_for
 from proposer.types import ProposerConfig
 from schemas.exceptions import ProposerError, UserError
 from schemas.records import ModelUsage
+from schemas.routing import OPENROUTER_URL, route_model
 from workspace.redact import Scrubber
 
 __all__ = [
@@ -42,9 +42,7 @@ __all__ = [
     "resolve_endpoint",
 ]
 
-OPENROUTER_URL = "https://openrouter.ai/api/v1"
-OPENROUTER_KEY_ENV = "OPENROUTER_API_KEY"
-_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+_OWN_ENDPOINTS = ("openrouter/", "ollama/", "ollama_chat/")  # prefixes with a URL of their own
 # Reasoning models take max_completion_tokens (which also counts hidden reasoning tokens)
 # and only their default temperature.
 _REASONING = re.compile(r"^(o\d|gpt-5)")
@@ -65,16 +63,19 @@ class Endpoint:
     local: bool
 
 
-def resolve_endpoint(config: ProposerConfig) -> Endpoint:
-    """Apply the ``openrouter/`` routing rule and classify the URL as local or remote."""
-    base_url, model, key_env = config.base_url, config.model, config.api_key_env
-    if model.startswith("openrouter/"):
-        model = model.removeprefix("openrouter/")
-        base_url = base_url or OPENROUTER_URL
-        if key_env == ProposerConfig.api_key_env:  # the default: OpenRouter has its own key
-            key_env = OPENROUTER_KEY_ENV
-    host = urlsplit(base_url).hostname if base_url else None
-    return Endpoint(base_url, model, key_env, local=host in _LOCAL_HOSTS)
+def resolve_endpoint(config: ProposerConfig, environ: Mapping[str, str] | None = None) -> Endpoint:
+    """Apply the provider-prefix rules (``openrouter/``, ``openai/``, ...) of
+    :mod:`schemas.routing` and classify the URL as local or remote.
+
+    Without a base URL, an OpenAI model goes where ``OPENAI_BASE_URL`` points (the ``openai``
+    client's own rule, as LiteLLM's): said here so checks and defaults see the real endpoint.
+    """
+    env = os.environ if environ is None else environ
+    base_url = config.base_url
+    if base_url is None and not config.model.startswith(_OWN_ENDPOINTS):
+        base_url = env.get("OPENAI_BASE_URL") or None
+    route = route_model(config.model, base_url=base_url, api_key_env=config.api_key_env)
+    return Endpoint(route.base_url, route.model, route.api_key_env, local=route.local)
 
 
 def reflection_api_key(
@@ -142,7 +143,7 @@ class ModelClient:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
-        self.endpoint = resolve_endpoint(config)
+        self.endpoint = resolve_endpoint(config, env)
         key = env.get(self.endpoint.api_key_env)
         if not key:
             if not self.endpoint.local:

@@ -121,8 +121,8 @@ class Proposal:
 class ProposerConfig:
     """How to reach the reflection model and the bounds every proposal stays within.
 
-    ``model`` may carry an ``openrouter/`` prefix (routed to OpenRouter with
-    ``OPENROUTER_API_KEY``). The API key is read from the environment variable named by
+    ``model`` may carry a provider prefix (``openrouter/``: OpenRouter with
+    ``OPENROUTER_API_KEY``; ``openai/``: OpenAI or ``base_url``; see :mod:`schemas.routing`). The API key is read from the environment variable named by
     ``api_key_env`` when the client is built and is never stored here.
     """
 

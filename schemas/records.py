@@ -210,4 +210,5 @@ class TrialView(Record):
     feedback: str = ""
     error: str | None = None
     latency_ms: float = 0.0
+    trace_id: str | None = None  # the trace its rollout ran in (schemas.trace_ids)
     created_at: float = Field(default_factory=time.time)

@@ -181,7 +181,15 @@ _V4 = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4)
+# The trace id a rollout's trace names (schemas.trace_ids), for the trials feed: it lives
+# inside the compressed trace, which a feed page must not decompress row by row.
+_V5 = Migration(
+    5,
+    "rollouts.trace_id: the OpenTelemetry (or agent) trace id of a rollout",
+    ("ALTER TABLE rollouts ADD COLUMN trace_id TEXT",),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

@@ -15,6 +15,7 @@ import aiosqlite
 from schemas.exceptions import UserError, WorkspaceError
 from schemas.protocol import Usage
 from schemas.records import RolloutRecord
+from schemas.trace_ids import trace_id_of
 from workspace.codec import EncodedTrace, decode_trace, dumps, loads
 
 __all__ = [
@@ -33,7 +34,7 @@ MAX_PARAMS = 900
 _FIELDS = (
     "cache_key", "run_id", "candidate_id", "candidate_hash", "fingerprint", "seed", "policy",
     "status", "reward", "objectives", "output", "feedback", "trace", "trace_truncated",
-    "usage", "latency_ms", "attempts", "error", "created_at",
+    "usage", "latency_ms", "attempts", "error", "created_at", "trace_id",
 )  # fmt: skip
 _COLUMNS = ", ".join(_FIELDS)
 _INSERT = f"INSERT INTO rollouts ({_COLUMNS}) VALUES ({', '.join('?' * len(_FIELDS))})"
@@ -68,6 +69,7 @@ def to_row(record: RolloutRecord, trace: EncodedTrace) -> tuple[object, ...]:
         record.attempts,
         record.error,
         record.created_at,
+        trace_id_of(record.trace),
     )
 
 

@@ -55,6 +55,7 @@ def _to_view(row: sqlite3.Row) -> TrialView:
         feedback=row["feedback"] or "",
         error=row["error"],
         latency_ms=row["latency_ms"] or 0.0,
+        trace_id=row["trace_id"],
         created_at=row["created_at"],
     )
 
@@ -66,7 +67,7 @@ async def list_trials(
     rows = await conn.execute_fetchall(
         "SELECT t.seq, t.run_id, t.candidate_id, t.seed, t.cache_key, t.cached, t.status,"
         " t.rollout_id, t.created_at, r.reward, r.objectives, r.output, r.feedback, r.error,"
-        " r.latency_ms FROM trials AS t LEFT JOIN rollouts AS r ON r.id = t.rollout_id"
+        " r.latency_ms, r.trace_id FROM trials AS t LEFT JOIN rollouts AS r ON r.id = t.rollout_id"
         " WHERE t.run_id = ? ORDER BY t.seq LIMIT ? OFFSET ?",
         (run_id, max(0, limit), max(0, offset)),
     )

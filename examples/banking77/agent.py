@@ -17,6 +17,7 @@ from openai import AsyncOpenAI
 
 from container import AgentResult, Candidate, Task
 from container.chat import student_from_env
+from container.student import StudentClients
 from examples.banking77.labels import parse_label
 
 __all__ = ["Banking77Agent", "StudentSettings", "build_messages", "system_message"]
@@ -82,13 +83,18 @@ class Banking77Agent:
         self.client = client
         self.settings = settings
         self.labels = tuple(labels)
+        # ``client`` serves unprefixed and openai/ names; openrouter/... gets its own client
+        self.clients = StudentClients(
+            base_url=settings.base_url, api_key=settings.api_key, default_client=client
+        )
 
     async def run(self, task: Task, candidate: Candidate) -> AgentResult:
         """One chat completion; the output is the parsed label (``unknown`` if none)."""
         model = candidate.model or self.settings.model
         messages = build_messages(candidate["system_prompt"], self.labels, str(task.input["text"]))
-        response = await self.client.chat.completions.create(
-            model=model,
+        client, wire_model = self.clients.resolve(model)
+        response = await client.chat.completions.create(
+            model=wire_model,
             messages=messages,  # type: ignore[arg-type]
             temperature=self.settings.temperature,
             max_tokens=self.settings.max_tokens,

@@ -18,6 +18,7 @@ from typing import Any
 from openai import AsyncOpenAI
 
 from container import AgentResult, Candidate, Task
+from container.student import StudentClients
 from examples.calculator.protocol import last_number, parse_reply
 from examples.calculator.settings import AgentSettings
 from examples.calculator.tools import TOOL_NAME, TOOL_SCHEMA, CalculatorEnv, ToolCall
@@ -72,6 +73,10 @@ class CalculatorAgent:
     def __init__(self, client: AsyncOpenAI, settings: AgentSettings) -> None:
         self.client = client
         self.settings = settings
+        # ``client`` serves unprefixed and openai/ names; openrouter/... gets its own client
+        self.clients = StudentClients(
+            base_url=settings.base_url, api_key=settings.api_key, default_client=client
+        )
 
     async def run(self, task: Task, candidate: Candidate) -> AgentResult:
         """The ReAct loop; the output is the final answer as a normalized number (or ``""``)."""
@@ -109,8 +114,9 @@ class CalculatorAgent:
     async def _step(self, state: _Run, model: str, step: int) -> bool:
         """One model call and its consequence; True when the task is finished."""
         extra: dict[str, Any] = {"tools": [TOOL_SCHEMA]} if self.settings.native_tools else {}
-        response = await self.client.chat.completions.create(
-            model=model,
+        client, wire_model = self.clients.resolve(model)
+        response = await client.chat.completions.create(
+            model=wire_model,
             messages=state.messages,  # type: ignore[arg-type]
             temperature=self.settings.temperature,
             max_tokens=self.settings.max_tokens,

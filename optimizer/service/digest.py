@@ -34,6 +34,7 @@ class RunDigest:
         default_factory=dict
     )  # candidate -> share of train seeds won
     means: dict[str, float | None] = field(default_factory=dict)
+    bests: dict[str, float | None] = field(default_factory=dict)  # highest seed reward
     winners: dict[str, list[str]] = field(default_factory=dict)
     promotion: dict[str, Any] | None = None
     stop_reason: str | None = None
@@ -69,6 +70,7 @@ class RunDigest:
         elif kind == "scored" and data.get("split") == "train":
             entry = {"candidate_id": data.get("candidate_id"), "mean": data.get("mean")}
             self.means[str(entry["candidate_id"])] = entry["mean"]
+            self.bests[str(entry["candidate_id"])] = data.get("best_seed")
             if self.baseline is None:
                 self.baseline = entry
                 self.candidates = max(self.candidates, 1)
@@ -101,7 +103,7 @@ class RunDigest:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form for the API (without the per-candidate tables)."""
         data = asdict(self)
-        del data["means"], data["winners"]
+        del data["means"], data["bests"], data["winners"]
         return data
 
 

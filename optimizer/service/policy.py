@@ -21,6 +21,7 @@ from pathlib import Path
 
 from container.loader import split_spec
 from container.specs import BUILTIN_TYPES
+from optimizer.run_inputs import is_workspace_ref
 from proposer.client import resolve_endpoint
 from proposer.types import ProposerConfig
 from schemas import RunConfig, UserError
@@ -88,12 +89,18 @@ class RunPolicy:
                 "operator restart it with `gepa-runtime serve --allow-modules DIR`"
             )
         self._inside_roots("module", config.module or "", code=True)
+        # ``workspace:`` paths name the copies `optimize create` made in this service's own
+        # workspace (optimizer.run_inputs refuses any that leave its run folders)
         for name in _PATH_FIELDS:
             value = getattr(config, name)
-            if value is not None:
+            if value is not None and not is_workspace_ref(value):
                 self._inside_roots(name, value, code=False)
         verifier = config.verifier
-        if verifier is not None and verifier not in BUILTIN_TYPES:
+        if (
+            verifier is not None
+            and verifier not in BUILTIN_TYPES
+            and not is_workspace_ref(verifier)
+        ):
             module, function = split_spec(verifier)
             self._inside_roots(
                 "verifier", module if function else verifier, code=function is not None

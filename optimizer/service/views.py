@@ -6,6 +6,7 @@ from typing import Any
 
 from optimizer.service.digest import RunDigest
 from schemas import CandidateRecord, RunRecord, TrialView
+from schemas.trace_ids import trace_id_of
 from workspace import Workspace
 
 __all__ = ["candidate_views", "run_view", "trial_views"]
@@ -60,13 +61,15 @@ def run_view(
 
 
 def candidate_views(records: list[CandidateRecord], digest: RunDigest) -> list[dict[str, Any]]:
-    """The run's candidates with their train mean and frontier wins, best first."""
+    """The run's candidates with their train mean, best seed reward and frontier wins, best
+    first."""
     won = digest.seeds_won()
     order = {r.candidate_id: i for i, r in enumerate(records)}
     views = [
         {
             **r.model_dump(mode="json"),
             "train_mean": digest.means.get(r.candidate_id),
+            "train_best": digest.bests.get(r.candidate_id),
             "seeds_won": won.get(r.candidate_id, 0),
             "on_frontier": r.candidate_id in won,
             "is_best": bool(digest.best and digest.best.get("candidate_id") == r.candidate_id),
@@ -100,6 +103,7 @@ async def trial_views(workspace: Workspace, trials: list[TrialView]) -> list[dic
                 feedback=source.feedback,
                 error=source.error,
                 latency_ms=source.latency_ms,
+                trace_id=trace_id_of(source.trace),
             )
         out.append(view)
     return out

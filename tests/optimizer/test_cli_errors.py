@@ -137,7 +137,15 @@ def test_writing_to_a_read_only_workspace_names_the_cause_and_the_fix(
     workspace_with_a_run: tuple[Path, str],
 ) -> None:
     root, _ = workspace_with_a_run
-    args = ["optimize", "create", "--container", "http://127.0.0.1:9", "--reflection-model", "m"]
+    args = [
+        "optimize",
+        "create",
+        "--no-check",
+        "--container",
+        "http://127.0.0.1:9",
+        "--reflection-model",
+        "m",
+    ]
     command = _read_only_command(root, *args, "--workspace", str(root))
     if command is None:
         pytest.skip("cannot make a folder read-only here (root without unshare/mount)")

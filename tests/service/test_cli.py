@@ -210,6 +210,7 @@ def test_user_errors_name_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[
             [
                 "optimize",
                 "create",
+                "--no-check",
                 "--container",
                 "http://x",
                 "--reflection-model",

@@ -159,7 +159,7 @@ def test_runs_delete_from_the_command_line(
 ) -> None:
     root = tmp_path / "ws"
     flags = ["--container", "http://127.0.0.1:9", "--reflection-model", "m"]
-    assert main(["optimize", "create", *flags, "--workspace", str(root)]) == 0
+    assert main(["optimize", "create", "--no-check", *flags, "--workspace", str(root)]) == 0
     run_id = capsys.readouterr().out.splitlines()[0]
 
     async def mark_running() -> None:

@@ -127,10 +127,10 @@ def test_the_cli_keeps_its_freedom_but_the_service_will_not_start_such_a_run(
     evil, marker = _evil_module(tmp_path)
     root = tmp_path / "ws"
     flags = ["--reflection-model", "m", "--workspace", str(root)]
-    assert main(["optimize", "create", "--module", str(evil), *flags]) == 0
+    assert main(["optimize", "create", "--no-check", "--module", str(evil), *flags]) == 0
     module_run = capsys.readouterr().out.splitlines()[0]
     key = ["--container", "http://127.0.0.1:9", "--reflection-api-key-env", "DB_PASSWORD"]
-    assert main(["optimize", "create", *key, *flags]) == 0
+    assert main(["optimize", "create", "--no-check", *key, *flags]) == 0
     key_run = capsys.readouterr().out.splitlines()[0]
 
     async def start_both() -> dict[str, str]:

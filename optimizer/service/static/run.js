@@ -61,6 +61,7 @@
       case "scored": {
         const c = candidate(d.candidate_id);
         c.mean = d.mean;
+        c.best = d.best_seed;
         if (!S.baseline) S.baseline = { candidate_id: d.candidate_id, mean: d.mean };
         if (d.mean !== null && d.mean !== undefined) {
           S.scored.push({ t: ev.ts, mean: d.mean, id: d.candidate_id });
@@ -224,7 +225,8 @@
       el("span", { class: "t" }, clock(t.created_at)),
       cid(t.candidate_id),
       el("span", { class: "seed", title: t.seed }, t.seed),
-      el("span", {}, score(t.reward, t.status), t.cached ? el("span", { class: "tag", style: "margin-left:4px" }, "cached") : ""),
+      el("span", {}, score(t.reward, t.status), t.cached ? el("span", { class: "tag", style: "margin-left:4px" }, "cached") : "",
+        t.trace_id ? el("span", { class: "tag traceid", title: `trace id ${t.trace_id} (OpenTelemetry, or the agent's own)`, "data-trace-id": t.trace_id }, t.trace_id.slice(0, 8)) : ""),
       el("span", { class: "fb", title: t.feedback || t.error || "" }, t.feedback || t.error || ""));
   }
 

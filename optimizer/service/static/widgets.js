@@ -90,7 +90,7 @@ const Widgets = (() => {
     target.classList.toggle("dense", seeds.length > 48);
   }
 
-  /** Candidates ranked by train mean, then seeds won; the best is highlighted. */
+  /** Candidates ranked by train mean, then seeds won, with their best seed; the best is highlighted. */
   function candidates(tbody, state) {
     const wins = new Map();
     for (const list of Object.values(state.winners)) for (const c of list) wins.set(c, (wins.get(c) || 0) + 1);
@@ -102,7 +102,8 @@ const Widgets = (() => {
       el("td", {}, cid(c.id)),
       el("td", {}, el("span", { class: `tag origin-${c.origin}` }, c.origin)),
       el("td", {}, ...(c.parents.length ? c.parents.map((p) => cid(p, p.slice(0, 6))) : ["–"])),
-      el("td", { class: "num" }, c.mean === undefined || c.mean === null ? "–" : score(c.mean)),
+      el("td", { class: "num mean" }, c.mean === undefined || c.mean === null ? "–" : score(c.mean)),
+      el("td", { class: "num top" }, c.best === undefined || c.best === null ? "–" : score(c.best)),
       el("td", { class: "num" }, wins.get(c.id) || 0),
       el("td", { class: "num" }, c.gate ? `${fmt(c.gate.parent_score, 1)}→${fmt(c.gate.child_score, 1)} ${c.gate.accepted ? "✓" : "✗"}` : "–"))));
   }
