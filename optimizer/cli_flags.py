@@ -181,6 +181,12 @@ FLAGS: tuple[Flag, ...] = (
         "mipro: re-score the best on full train every N trials (default 5)",
         int,
     ),
+    Flag(
+        "--mlflow",
+        "mlflow_tracking_uri",
+        "log the run to this MLflow tracking server (also MLFLOW_TRACKING_URI; needs "
+        "pip install 'gepa-runtime[mlflow]')",
+    ),
 )
 
 

@@ -40,6 +40,7 @@ from optimizer.progress import ProgressBar
 from optimizer.report import promotion_summary
 from optimizer.run import RunResult
 from optimizer.service.remote import ServiceClient
+from optimizer.tracking_mlflow import require_mlflow
 from schemas import Event, GepaError, RunConfig, UserError
 from workspace import Workspace, resolve_workspace
 
@@ -108,6 +109,8 @@ def check_runnable(config: RunConfig) -> None:
         )
     if config.method == "mipro":
         load_optuna()
+    if config.mlflow_tracking_uri:
+        require_mlflow()
 
 
 def _new_config(args: argparse.Namespace) -> RunConfig:

@@ -68,6 +68,9 @@ class RunConfig(BaseModel):
     num_demo_sets: int = Field(default=6, ge=1, le=50)
     max_demos: int = Field(default=4, ge=0, le=32)
     full_eval_every: int = Field(default=5, ge=1)
+    # Experiment tracking (optimizer.tracking_mlflow): an MLflow tracking server's URI; unset,
+    # GEPA_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI of the running process is used if set.
+    mlflow_tracking_uri: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:
