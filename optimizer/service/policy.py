@@ -55,6 +55,8 @@ class RunPolicy:
                 )
         if config.module is not None:
             self._check_module_fields(config)
+        if config.mlflow_tracking_uri is not None:
+            _check_tracking_uri(config.mlflow_tracking_uri)
 
     def _check_module_fields(self, config: RunConfig) -> None:
         if not self.module_roots:
@@ -91,6 +93,17 @@ class RunPolicy:
                 f"from ({roots}); move it there, or have the operator restart the service with "
                 f"`gepa-runtime serve --allow-modules {path.parent}`"
             )
+
+
+def _check_tracking_uri(uri: str) -> None:
+    """An MLflow tracking server only: a ``file:`` or ``sqlite:`` URI would have the service
+    write its files wherever the caller says."""
+    if not uri.startswith(("http://", "https://")):
+        raise PolicyRefusal(
+            f"config.mlflow_tracking_uri: the service logs runs only to an MLflow tracking "
+            f"server (http:// or https://), not to {uri.split(':', 1)[0]!r}; give the server's "
+            "URL, or have the operator set MLFLOW_TRACKING_URI for the service"
+        )
 
 
 def _key_envs(config: RunConfig) -> Iterator[tuple[str, str]]:

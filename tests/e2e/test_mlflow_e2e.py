@@ -21,8 +21,9 @@ from starlette.routing import Route
 
 from optimizer.run import run_optimization
 from optimizer.tracking_mlflow import STATE_FILE
+from optimizer.tracking_mlflow_ops import EventRecorder
 from schemas import Event, RunConfig
-from tests.fakes.mlflow_server import mlflow_server
+from tests.fakes.mlflow_server import mlflow_server, require_client
 from tests.fakes.reflection_server import create_app as reflection_app
 from tests.fakes.servers import free_port, thread_server, toy_container
 from workspace import Workspace
@@ -192,6 +193,7 @@ def _refusing_tracker() -> Starlette:
 async def test_a_tracking_server_that_is_down_or_failing_does_not_fail_the_run(
     tmp_path: Path, reflection_url: str, server: str
 ) -> None:
+    require_client()
     with toy_container(tmp_path / "calls.log") as url, thread_server(_refusing_tracker()) as bad:
         tracking = f"http://127.0.0.1:{free_port()}" if server == "down" else bad
         seen: list[str] = []
@@ -217,3 +219,34 @@ async def test_a_tracking_server_that_is_down_or_failing_does_not_fail_the_run(
     stored = json.loads((result.evidence_dir / STATE_FILE).read_text())
     assert stored["warnings"] == seen and stored["run_id"] is None
     assert took < 60, took  # no MLflow retries with backoff held the run up
+
+
+async def test_an_event_the_tracking_cannot_read_stops_the_tracking_not_the_run(
+    tmp_path: Path, reflection_url: str, tracking_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "gepa-e2e-broken-mapping")
+    real = EventRecorder.ops
+
+    def ops(self: EventRecorder, event: Event) -> list[Any]:
+        if event.type == "gate":
+            raise KeyError("child_score")  # a mapping bug, met in the middle of the search
+        return real(self, event)
+
+    monkeypatch.setattr(EventRecorder, "ops", ops)
+    seen: list[str] = []
+
+    def listen(event: Event) -> None:
+        if event.type == "warning":
+            seen.append(str(event.data["message"]))
+
+    with toy_container(tmp_path / "calls.log") as url:
+        result = await run_optimization(
+            _config(url, reflection_url, tracking_url), workspace=tmp_path / "ws", on_event=listen
+        )
+    assert result.status == "completed" and result.promoted
+    assert len(seen) == 1 and "cannot log a 'gate' event: KeyError" in seen[0], seen
+    # What was logged before stays; nothing after the failure was sent (no evidence, no end).
+    run = _only_run(_client(tracking_url), "gepa-e2e-broken-mapping")
+    assert run.data.params["method"] == "gepa"
+    assert run.info.status == "RUNNING"
+    assert "evidence" not in {a.path for a in _client(tracking_url).list_artifacts(run.info.run_id)}

@@ -31,10 +31,15 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-def server_executable() -> Path:
-    """The ``mlflow`` command that has ``server``; skips (or fails under CI) without one."""
+def require_client() -> None:
+    """Skip (or fail under CI) without the ``[mlflow]`` extra's client."""
     if find_spec("mlflow") is None:
         _unavailable("the MLflow client is not installed: pip install -e '.[mlflow]'")
+
+
+def server_executable() -> Path:
+    """The ``mlflow`` command that has ``server``; skips (or fails under CI) without one."""
+    require_client()
     given = os.environ.get("GEPA_MLFLOW_SERVER")
     exe = Path(given) if given else ROOT / ".venv-mlflow" / "bin" / "mlflow"
     if not exe.is_file():
