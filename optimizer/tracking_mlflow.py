@@ -171,6 +171,8 @@ class _Tracking:
         ended = mlflow_status(status)
         if ended is None:  # taken over by another process, which logs the rest
             return []
+        if status == "cancelled":  # someone waits for the prompt; the resume logs the rest
+            return [Tags({"gepa.status": status}), End(ended)]
         ops: list[Op] = []
         packet: dict[str, Any] | None = None
         files = await self._ws.list_files(self._run_id)
@@ -220,13 +222,20 @@ class _Tracking:
         """In the worker thread: save the MLflow run's id as soon as it exists (a later kill
         then still resumes into it)."""
         if not started.cancelled() and started.exception() is None:
-            self._loop.call_soon_threadsafe(self._spawn, self._save())
+            self._on_loop(self._save)
 
     # warnings
 
     def _failed(self, reason: str) -> None:
         """In the worker thread: the first MLflow failure, reported on the event loop."""
-        self._loop.call_soon_threadsafe(self._spawn, self._warn(f"stopped: {reason}"))
+        self._on_loop(lambda: self._warn(f"stopped: {reason}"))
+
+    def _on_loop(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work`` on the run's event loop, from the worker thread."""
+        # A worker that outlived its bounded wait may answer after the loop closed: too late
+        # for the run, which ended with its own warning.
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(lambda: self._spawn(work()))
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
