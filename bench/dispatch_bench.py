@@ -3,10 +3,11 @@
 P1: paid rollouts/s through the queue (cache lookup, budget, SQLite commit, events) against a
     no-op container, next to a bare httpx loop posting the same requests at the same
     concurrency. Target: ratio >= 0.8.
-P2: wall time for 640 rollouts at 100 ms container latency and concurrency 32 against the
-    ideal N*L/C = 2.0 s. Target: <= 1.1 x ideal.
+P2: the latency sweep: a container answering in 0, 10, 50 and 100 ms, concurrency 8 and 32:
+    rollouts/s through the queue and through the bare httpx loop, their ratio (target >= 0.9
+    at concurrency 32), and the wall time against the ideal N*L/C where latency > 0.
 
-Run: .venv/bin/python bench/dispatch_bench.py [--n 2000] [--concurrency 16]
+Run: .venv/bin/python bench/dispatch_bench.py [--n 2000] [--concurrency 16] [--sweep-n 1500]
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ async def main() -> None:
     )
     parser.add_argument("--n", type=int, default=2000, help="rollouts for P1")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrency for P1")
+    parser.add_argument("--sweep-n", type=int, default=1500, help="rollouts a point for P2")
     args = parser.parse_args()
 
     with noop_container(0.0) as url:
@@ -145,14 +147,25 @@ async def main() -> None:
     )
     print(f"   ratio           : {queue_rate / raw_rate:8.2f}   (target >= 0.80)")
 
-    n, latency, conc = 640, 0.1, 32
-    ideal = n * latency / conc
-    with noop_container(latency) as url:
-        wall = await queue_run(url, n, conc, per_candidate=40)
-    print(f"P2 {n} rollouts, latency {latency * 1000:.0f} ms, concurrency {conc}")
-    print(f"   wall time       : {wall:8.2f} s")
-    print(f"   ideal N*L/C     : {ideal:8.2f} s")
-    print(f"   ratio           : {wall / ideal:8.2f}   (target <= 1.10)")
+    await sweep(args.sweep_n)
+
+
+async def sweep(n: int) -> None:
+    """P2: queue against bare loop at each latency and concurrency, one line each."""
+    print(f"P2 latency sweep, n={n} rollouts a point")
+    print("   latency  conc   bare/s  queue/s  ratio  queue wall / ideal")
+    for latency in (0.0, 0.01, 0.05, 0.1):
+        with noop_container(latency) as url:
+            await raw_loop(url, 200, 32)  # warm up the server
+            for conc in (8, 32):
+                raw = await raw_loop(url, n, conc)
+                queued = await queue_run(url, n, conc, per_candidate=40)
+                ideal = n * latency / conc
+                versus = f"{queued / ideal:6.2f}" if ideal else "     -"
+                print(
+                    f"   {latency * 1000:5.0f} ms {conc:5d} {n / raw:8.1f} {n / queued:8.1f}"
+                    f" {raw / queued:6.2f}  {versus}"
+                )
 
 
 if __name__ == "__main__":

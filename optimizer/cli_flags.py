@@ -182,6 +182,18 @@ FLAGS: tuple[Flag, ...] = (
         int,
     ),
     Flag(
+        "--proposer-command",
+        "proposer_command",
+        "an external coding agent as the proposer: a shell command run in one folder per "
+        "proposal (Codex, Claude Code, aider; see docs/proposer-command.md)",
+    ),
+    Flag(
+        "--proposer-timeout",
+        "proposer_timeout_s",
+        "seconds per proposer command run before its process group is killed (default 900)",
+        _finite,
+    ),
+    Flag(
         "--mlflow",
         "mlflow_tracking_uri",
         "log the run to this MLflow tracking server (also MLFLOW_TRACKING_URI; needs "
@@ -218,6 +230,15 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
             default=None,
             help=f"{f.help} (env {f.env})",
         )
+    parser.add_argument(
+        "--proposer-env",
+        dest="proposer_env",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="environment variable the proposer command may see, repeatable; no other "
+        "secret reaches it (env GEPA_PROPOSER_ENV, comma-separated)",
+    )
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -242,6 +263,11 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
                 ) from exc
         if value is not None:
             data[f.field] = value
+    names = getattr(args, "proposer_env", None) or [
+        n for n in os.environ.get("GEPA_PROPOSER_ENV", "").split(",") if n.strip()
+    ]
+    if names:
+        data["proposer_env"] = [n.strip() for n in names]
     return data
 
 
@@ -254,6 +280,7 @@ def config_from_args(args: argparse.Namespace, base: dict[str, Any] | None = Non
         by_field = {f.field: f.flag for f in FLAGS} | {
             "containers": "--container",
             "container_token": "--token",
+            "proposer_env": "--proposer-env",
         }
         problems = []
         for err in exc.errors():

@@ -41,6 +41,7 @@ from optimizer.report import promotion_summary
 from optimizer.run import RunResult
 from optimizer.service.remote import ServiceClient
 from optimizer.tracking_mlflow import require_mlflow
+from proposer.external import check_proposer_command
 from schemas import Event, GepaError, RunConfig, UserError
 from workspace import Workspace, resolve_workspace
 
@@ -103,10 +104,11 @@ def check_runnable(config: RunConfig) -> None:
         raise UserError(
             "no task container: pass --container URL (repeatable) or --module MODULE --dataset PATH"
         )
-    if not config.reflection_model:
+    if not config.reflection_model and not config.proposer_command:
         raise UserError(
             f"no reflection model: pass --reflection-model MODEL (env GEPA_REFLECTION_MODEL); {OFFLINE_HINT}"
         )
+    check_proposer_command(config)
     if config.method == "mipro":
         load_optuna()
     if config.mlflow_tracking_uri:

@@ -124,6 +124,12 @@ def _add_acceptance_flags(parser: argparse.ArgumentParser) -> None:
         default=int(env("GEPA_SERVE_MAX_BODY_BYTES", str(DEFAULT_MAX_BODY_BYTES))),
         help=f"largest request body accepted (default {DEFAULT_MAX_BODY_BYTES}; env GEPA_SERVE_MAX_BODY_BYTES)",
     )
+    parser.add_argument(
+        "--allow-proposer-command",
+        action="store_true",
+        help="let run configs name a proposer_command: a shell command run on this host as "
+        "this user, with only the variables --allow-key-env allows; default: refused",
+    )
 
 
 class _ServiceServer(uvicorn.Server):
@@ -221,7 +227,9 @@ def _settings(args: argparse.Namespace, token: str | None, port: int) -> Service
         allowed_hosts=_allowed_hosts(args, port),
         max_body_bytes=args.max_body_bytes,
         policy=RunPolicy(
-            key_envs=frozenset(args.allow_key_env or DEFAULT_KEY_ENVS), module_roots=roots
+            key_envs=frozenset(args.allow_key_env or DEFAULT_KEY_ENVS),
+            module_roots=roots,
+            allow_commands=args.allow_proposer_command,
         ),
     )
 

@@ -30,6 +30,7 @@ from optimizer.mipro import load_optuna, surface_for
 from optimizer.plan import auto_budget_warning, holdout_overlap, plan_run
 from optimizer.sample_rollouts import sample_findings
 from proposer import ProposerConfig, resolve_endpoint
+from proposer.external import check_proposer_command
 from schemas import PROTOCOL, Health, Program, RunConfig, UserError
 
 __all__ = ["SAMPLE_ROLLOUTS", "Finding", "preflight", "render_findings"]
@@ -245,6 +246,14 @@ class _Checker:
 
     async def reflection(self) -> None:
         cfg = self.config
+        if cfg.proposer_command:
+            self.load(
+                "proposer command",
+                lambda: check_proposer_command(cfg),
+                lambda _: f"{cfg.proposer_command} (not run; see docs/proposer-command.md)",
+                "fix --proposer-command / --proposer-env as the message says",
+            )
+            return
         try:
             endpoint = resolve_endpoint(ProposerConfig.from_run_config(cfg))
         except UserError as exc:

@@ -159,7 +159,8 @@ def render_report(packet: dict[str, Any]) -> str:
         f"- student: {usage['student']['rollouts']} paid rollouts, {usage['student']['input_tokens']} in / "
         f"{usage['student']['output_tokens']} out tokens, ${usage['student']['cost_usd']:.4f}",
         f"- proposer: {usage['proposer']['calls']} calls, {usage['proposer']['input_tokens']} in / "
-        f"{usage['proposer']['output_tokens']} out tokens, ${usage['proposer']['cost_usd']:.4f}",
+        f"{usage['proposer']['output_tokens']} out tokens, ${usage['proposer']['cost_usd']:.4f}"
+        + _unknown(usage["proposer"]),
         "",
         "## Representative traces",
         "",
@@ -176,3 +177,13 @@ def render_report(packet: dict[str, Any]) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def _unknown(proposer: dict[str, Any]) -> str:
+    """What a proposer command did not report: the figures before it are a lower bound."""
+    parts = [
+        f"{what} not reported by {proposer.get(key, 0)} calls"
+        for key, what in (("usage_unknown", "tokens"), ("cost_unknown", "cost"))
+        if proposer.get(key, 0)
+    ]
+    return f" (at least: {'; '.join(parts)}, unknown)" if parts else ""

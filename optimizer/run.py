@@ -47,8 +47,9 @@ from optimizer.promotion import select_and_promote, selection_need
 from optimizer.search import GepaSearch, ProposerLike, SearchDeps, evaluations_of
 from optimizer.state import SearchState
 from optimizer.tracking_mlflow import mlflow_tracking
-from proposer import CandidateView, ComponentSpec, ProposalRequest, Proposer, ProposerConfig
+from proposer import CandidateView, ComponentSpec, ProposalRequest, Proposer
 from proposer.client import reflection_api_key
+from proposer.external import ExternalProposer, command_secrets, proposer_for
 from schemas import (
     CandidateRecord,
     GepaError,
@@ -229,8 +230,8 @@ class _Run:
     async def _with_program(self, client: ContainerClient, program: Program) -> RunResult:
         cfg, run_id = self.config, self.record.run_id
         plan, budget = await self._plan(program)
-        proposer = self.proposer or Proposer(
-            ProposerConfig.from_run_config(cfg), rng=random.Random(cfg.seed + 104729)
+        proposer = self.proposer or proposer_for(
+            cfg, work_dir=self.workspace.run_dir(run_id) / "proposals"
         )
         state, base = await self._state(program, plan)
 
@@ -282,7 +283,7 @@ class _Run:
                     baseline_holdout.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await baseline_holdout
-                if self.proposer is None and isinstance(proposer, Proposer):
+                if self.proposer is None and isinstance(proposer, Proposer | ExternalProposer):
                     await proposer.aclose()
             await self.events.emit("search_stopped", {"reason": stop, "budget": budget.snapshot()})
             await self.phase("evaluating_best")
@@ -494,7 +495,7 @@ async def _smoke_proposal(
         components=components,
         parents=[baseline_id],
         origin="mutation",
-        rationale=proposal.rationale,
+        rationale=deps.workspace.scrubber.text(proposal.rationale),
         diffs=dict(proposal.diffs) or {baseline_id: proposal.diff},
         proposer_usage=proposal.usage,
     )
@@ -594,7 +595,7 @@ def _know_secrets(ws: Workspace, cfg: RunConfig) -> None:
     key = reflection_api_key(
         cfg.reflection_model, cfg.reflection_base_url, cfg.reflection_api_key_env
     )
-    ws.scrubber.add(token, key)
+    ws.scrubber.add(token, key, *command_secrets(cfg))
 
 
 def _resumed_config(ws: Workspace, record: RunRecord, given: RunConfig | None) -> RunConfig:

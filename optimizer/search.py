@@ -891,7 +891,7 @@ class GepaSearch:
             components=components,
             parents=list(parents),
             origin=origin,
-            rationale=proposal.rationale,
+            rationale=d.workspace.scrubber.text(proposal.rationale),  # a model may quote its key
             diffs=dict(proposal.diffs) or {parents[0]: proposal.diff},
             proposer_usage=proposal.usage,
         )

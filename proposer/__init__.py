@@ -9,6 +9,9 @@ guards (not cut off, not empty, changed, new, under the length cap) or raises
 
     proposer = Proposer(ProposerConfig.from_run_config(cfg), rng=random.Random(cfg.seed))
     proposal = await proposer.propose(ProposalRequest(...))
+
+``ExternalProposer`` (``--proposer-command``) hands each proposal to an external coding agent
+instead: a folder of files in, edited component files out, under the same guards.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from proposer.client import (
     ToolsUnsupported,
     resolve_endpoint,
 )
+from proposer.external import ExternalConfig, ExternalProposer
 from proposer.instructions import InstructionRequest, InstructionSet, TaskExample
 from proposer.pricing import PRICES, Price, price_for
 from proposer.proposer import Proposer
@@ -41,6 +45,8 @@ __all__ = [
     "ComponentSpec",
     "Endpoint",
     "Evaluation",
+    "ExternalConfig",
+    "ExternalProposer",
     "InstructionRequest",
     "InstructionSet",
     "MergeRequest",

@@ -245,10 +245,13 @@ class ModelClient:
             for c in (choice.message.tool_calls or ())
             if getattr(c, "function", None) is not None
         )
-        if response.usage is not None:
-            tokens_in, tokens_out = response.usage.prompt_tokens, response.usage.completion_tokens
-        else:  # some local servers omit usage: estimate at ~4 characters per token
+        # Some servers omit usage or its counts (``"usage": {}``): estimate the missing ones
+        # at ~4 characters per token.
+        tokens_in = getattr(response.usage, "prompt_tokens", None)
+        tokens_out = getattr(response.usage, "completion_tokens", None)
+        if not isinstance(tokens_in, int):
             tokens_in = sum(len(str(m.get("content") or "")) for m in messages) // 4
+        if not isinstance(tokens_out, int):
             tokens_out = (len(content) + sum(len(c.arguments) for c in calls)) // 4
         usage = ModelUsage(
             calls=1,

@@ -8,13 +8,15 @@ database; a resumed run takes them again from flags or the environment.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 __all__ = ["AUTO_LEVELS", "RunConfig"]
 
 AUTO_LEVELS = ("light", "medium", "heavy")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class RunConfig(BaseModel):
@@ -68,9 +70,24 @@ class RunConfig(BaseModel):
     num_demo_sets: int = Field(default=6, ge=1, le=50)
     max_demos: int = Field(default=4, ge=0, le=32)
     full_eval_every: int = Field(default=5, ge=1)
+    # An external coding agent as the proposer (proposer/external.py, docs/proposer-command.md):
+    # a shell command run in a folder per proposal, seeing only the variables named here.
+    proposer_command: str | None = Field(default=None, min_length=1)
+    proposer_env: list[str] = Field(default_factory=list)
+    proposer_timeout_s: float = Field(default=900.0, gt=0)
     # Experiment tracking (optimizer.tracking_mlflow): an MLflow tracking server's URI; unset,
     # GEPA_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI of the running process is used if set.
     mlflow_tracking_uri: str | None = Field(default=None, min_length=1)
+
+    @field_validator("proposer_env")
+    @classmethod
+    def _env_names(cls, names: list[str]) -> list[str]:
+        bad = [n for n in names if not _ENV_NAME.match(n)]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not an environment variable name: give names (NAME), not values"
+            )
+        return names
 
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:

@@ -89,12 +89,19 @@ class Record(BaseModel):
 
 
 class ModelUsage(Record):
-    """Tokens and dollars spent on a model (the proposer's, or the student's summed)."""
+    """Tokens and dollars spent on a model (the proposer's, or the student's summed).
+
+    ``usage_unknown`` / ``cost_unknown`` count the calls whose tokens / cost were not
+    reported (an external proposer command that prints no usage): the figures above are
+    then a lower bound, not a measured zero.
+    """
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    usage_unknown: int = 0
+    cost_unknown: int = 0
 
     def __add__(self, other: ModelUsage) -> ModelUsage:
         return ModelUsage(
@@ -102,6 +109,8 @@ class ModelUsage(Record):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
+            usage_unknown=self.usage_unknown + other.usage_unknown,
+            cost_unknown=self.cost_unknown + other.cost_unknown,
         )
 
 

@@ -133,7 +133,7 @@ async def create_run(request: Request) -> Response:
             "InvalidConfig",
             "config has no task container: give containers [URL, ...] or module",
         )
-    if not config.reflection_model:
+    if not config.reflection_model and not config.proposer_command:
         return error_json(
             422, "InvalidConfig", "config has no reflection_model (the proposer's model)"
         )

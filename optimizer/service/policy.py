@@ -1,12 +1,15 @@
 """What a run config sent to the service may ask of the service's own process.
 
 A config from the API is written by whoever reaches the service, not by its operator, and
-two of its fields act inside the service's process: ``reflection_api_key_env`` (any
+some of its fields act inside the service's process: ``reflection_api_key_env`` (any
 ``*_env`` field) names an environment variable whose value is sent as a bearer token to
-``reflection_base_url``, and ``module`` imports and runs Python code. So the operator
+``reflection_base_url``, ``module`` imports and runs Python code, and ``proposer_command``
+runs a shell command (with the variables ``proposer_env`` names). So the operator
 decides: key variables come from an allowlist (``serve --allow-key-env NAME``), modules
 (and the dataset, splits and verifier files they read) only from folders the operator
-named (``serve --allow-modules DIR``). The CLI keeps its freedom: its user is the operator.
+named (``serve --allow-modules DIR``), commands only with ``serve --allow-proposer-command``,
+and ``mlflow_tracking_uri`` only as an http(s) server (a ``file:`` or ``sqlite:`` URI would
+write where the caller says). The CLI keeps its freedom: its user is the operator.
 
     policy = RunPolicy(key_envs=frozenset({"OPENAI_API_KEY"}), module_roots=(Path("agents"),))
     policy.check(config)   # PolicyRefusal naming the field and the fix
@@ -42,6 +45,8 @@ class RunPolicy:
 
     key_envs: frozenset[str] = field(default_factory=lambda: frozenset(DEFAULT_KEY_ENVS))
     module_roots: tuple[Path, ...] = ()
+    # ``serve --allow-proposer-command``: runs may name a shell command to run on this host.
+    allow_commands: bool = False
 
     def check(self, config: RunConfig) -> None:
         """Raise ``PolicyRefusal`` for the first field the operator did not allow."""
@@ -55,8 +60,29 @@ class RunPolicy:
                 )
         if config.module is not None:
             self._check_module_fields(config)
+        if config.proposer_command is not None or config.proposer_env:
+            self._check_command(config)
         if config.mlflow_tracking_uri is not None:
             _check_tracking_uri(config.mlflow_tracking_uri)
+
+    def _check_command(self, config: RunConfig) -> None:
+        """A proposer command runs on the service's host as its user: only when the operator
+        said so; the variables it may see come from the key allowlist like any ``*_env``."""
+        if config.proposer_command is not None and not self.allow_commands:
+            raise PolicyRefusal(
+                "config.proposer_command: this service runs no command for a run; use the "
+                "built-in proposer (reflection_model), run `gepa-runtime optimize run "
+                "--proposer-command ...` yourself, or have the operator restart it with "
+                "`gepa-runtime serve --allow-proposer-command`"
+            )
+        for name in config.proposer_env:
+            if name not in self.key_envs:
+                allowed = ", ".join(sorted(self.key_envs)) or "none"
+                raise PolicyRefusal(
+                    f"config.proposer_env: the service does not pass ${name} to a command "
+                    f"(allowed: {allowed}); drop it, or have the operator restart it with "
+                    f"`gepa-runtime serve --allow-key-env {name}`"
+                )
 
     def _check_module_fields(self, config: RunConfig) -> None:
         if not self.module_roots:

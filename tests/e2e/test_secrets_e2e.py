@@ -130,3 +130,41 @@ def test_a_container_token_echoed_in_an_error_is_neither_stored_nor_printed(
     assert "answered 422: Forbidden: token *** may not run this seed" in done.stderr
     assert TOKEN not in done.stderr + done.stdout
     assert TOKEN.encode() not in _stored(tmp_path / "ws")
+
+
+def chatty_reflection() -> Starlette:
+    """A model that writes a good proposal and quotes the key it was sent in its rationale."""
+
+    async def completions(request: Request) -> JSONResponse:
+        key = request.headers.get("authorization", "").removeprefix("Bearer ")
+        answer = (
+            "<<<COMPONENT system_prompt\nLabel the item.\n- ant\n- bee\n- cat\n>>>\n"
+            f"RATIONALE: listed every label (my key is {key})"
+        )
+        choice = {"index": 0, "message": {"role": "assistant", "content": answer}}
+        body = {"choices": [{**choice, "finish_reason": "stop"}], "usage": {}}
+        return JSONResponse({"id": "x", "object": "chat.completion", "model": "m", **body})
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+def test_a_key_quoted_in_a_rationale_is_not_stored_nor_in_the_evidence(
+    tmp_path: Path, container_url: str
+) -> None:
+    with thread_server(chatty_reflection()) as reflection:
+        done = _optimize(
+            tmp_path / "ws",
+            container_url,
+            "--reflection-model", "gpt-4.1-mini",
+            "--reflection-base-url", f"{reflection}/v1",
+            "--reflection-api-key-env", "GEPA_TEST_REFLECTION_KEY",
+            GEPA_TEST_REFLECTION_KEY=KEY,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    stored = _stored(tmp_path / "ws")
+    assert b"listed every label (my key is ***)" in stored, "the rationale is stored, masked"
+    assert KEY.encode() not in stored
+    packets = [p for p in (tmp_path / "ws").rglob("*") if p.is_file() and "sqlite" not in p.name]
+    assert any(b"my key is ***" in p.read_bytes() for p in packets), "evidence names it"
+    for packet in packets:
+        assert KEY.encode() not in packet.read_bytes(), f"{packet} holds the key"
