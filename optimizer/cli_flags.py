@@ -195,6 +195,12 @@ FLAGS: tuple[Flag, ...] = (
         "seconds per proposer command run before its process group is killed (default 900)",
         _finite,
     ),
+    Flag(
+        "--mlflow",
+        "mlflow_tracking_uri",
+        "log the run to this MLflow tracking server (also MLFLOW_TRACKING_URI; needs "
+        "pip install 'gepa-runtime[mlflow]')",
+    ),
 )
 
 

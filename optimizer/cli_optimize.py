@@ -44,6 +44,7 @@ from optimizer.report import promotion_summary
 from optimizer.run import RunResult
 from optimizer.run_inputs import create_with_inputs, resolve_inputs
 from optimizer.service.remote import ServiceClient
+from optimizer.tracking_mlflow import require_mlflow
 from proposer.external import check_proposer_command
 from schemas import Event, GepaError, RunConfig, UserError
 from schemas.env import read_env
@@ -120,6 +121,8 @@ def check_runnable(config: RunConfig) -> None:
     check_proposer_command(config)
     if config.method == "mipro":
         load_optuna()
+    if config.mlflow_tracking_uri:
+        require_mlflow()
 
 
 def _new_config(args: argparse.Namespace) -> RunConfig:

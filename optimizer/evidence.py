@@ -44,6 +44,7 @@ class EvidenceInputs:
     stop_reason: str | None
     started_at: float
     plan: RunPlan | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def prompt_diff(before: Mapping[str, str], after: Mapping[str, str]) -> str:
@@ -230,6 +231,7 @@ async def build_evidence(
         ],
         "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
         "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
+        "warnings": list(inputs.warnings),
         **({"mipro": _mipro_section(s, best)} if "mipro" in s.extra else {}),
     }
 

@@ -85,6 +85,13 @@ def _plan_lines(packet: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def _warning_lines(warnings: list[str]) -> list[str]:
+    """What went wrong around the run without stopping it (a changed program, tracking)."""
+    if not warnings:
+        return []
+    return ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
+
+
 def render_report(packet: dict[str, Any]) -> str:
     """Markdown report: verdict, scores, diff, lineage, per-seed wins, usage, traces."""
     best, base = packet["best"], packet["baseline"]
@@ -101,6 +108,7 @@ def render_report(packet: dict[str, Any]) -> str:
         "```",
         "",
         *_plan_lines(packet),
+        *_warning_lines(packet.get("warnings") or []),
         "## Scores",
         "",
         "| candidate | train | val | holdout |",

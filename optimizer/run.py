@@ -46,6 +46,7 @@ from optimizer.program_check import ProgramWatch, check_resumed, check_splits
 from optimizer.promotion import select_and_promote, selection_need
 from optimizer.search import GepaSearch, ProposerLike, SearchDeps, evaluations_of
 from optimizer.state import SearchState
+from optimizer.tracking_mlflow import mlflow_tracking
 from proposer import CandidateView, ComponentSpec, ProposalRequest, Proposer
 from proposer.client import reflection_api_key
 from proposer.external import ExternalProposer, command_secrets, proposer_for
@@ -119,6 +120,7 @@ class _Run:
         self.started = time.time()
         self.held = held
         self.watch: ProgramWatch | None = None  # set once the container served its program
+        self.warnings: list[str] = []  # this execution's, for the report
         self._halted: GepaError | None = None
         self._owner: asyncio.Task[Any] | None = None
 
@@ -129,7 +131,8 @@ class _Run:
         await self.events.emit("phase", {"phase": phase})
 
     async def warn(self, message: str) -> None:
-        """A ``warning`` event: logged with the run, shown on stderr by the CLI."""
+        """A ``warning`` event: logged with the run, shown on stderr by the CLI and in the report."""
+        self.warnings.append(message)
         await self.events.emit("warning", {"message": message})
 
     def halt(self, error: GepaError) -> None:
@@ -309,6 +312,7 @@ class _Run:
                     stop_reason=stop,
                     started_at=self.started,
                     plan=plan,
+                    warnings=tuple(self.warnings),
                 ),
                 self.workspace,
                 queue,
@@ -580,7 +584,8 @@ async def run_optimization(
             cfg = config if new and config is not None else _resumed_config(ws, record, config)
             _know_secrets(ws, cfg)
             run = _Run(cfg, record, ws, proposer, http, [on_event] if on_event else [], held)
-            return await run.guarded()
+            async with mlflow_tracking(cfg, ws, run_id, run.events, run.warn):
+                return await run.guarded()
     finally:
         if owns:
             await ws.close()

@@ -7,7 +7,9 @@ some of its fields act inside the service's process: ``reflection_api_key_env`` 
 runs a shell command (with the variables ``proposer_env`` names). So the operator
 decides: key variables come from an allowlist (``serve --allow-key-env NAME``), modules
 (and the dataset, splits and verifier files they read) only from folders the operator
-named (``serve --allow-modules DIR``), commands only with ``serve --allow-proposer-command``. The CLI keeps its freedom: its user is the operator.
+named (``serve --allow-modules DIR``), commands only with ``serve --allow-proposer-command``,
+and ``mlflow_tracking_uri`` only as an http(s) server (a ``file:`` or ``sqlite:`` URI would
+write where the caller says). The CLI keeps its freedom: its user is the operator.
 
     policy = RunPolicy(key_envs=frozenset({"OPENAI_API_KEY"}), module_roots=(Path("agents"),))
     policy.check(config)   # PolicyRefusal naming the field and the fix
@@ -61,6 +63,8 @@ class RunPolicy:
             self._check_module_fields(config)
         if config.proposer_command is not None or config.proposer_env:
             self._check_command(config)
+        if config.mlflow_tracking_uri is not None:
+            _check_tracking_uri(config.mlflow_tracking_uri)
 
     def _check_command(self, config: RunConfig) -> None:
         """A proposer command runs on the service's host as its user: only when the operator
@@ -122,6 +126,17 @@ class RunPolicy:
                 f"from ({roots}); move it there, or have the operator restart the service with "
                 f"`gepa-runtime serve --allow-modules {path.parent}`"
             )
+
+
+def _check_tracking_uri(uri: str) -> None:
+    """An MLflow tracking server only: a ``file:`` or ``sqlite:`` URI would have the service
+    write its files wherever the caller says."""
+    if not uri.startswith(("http://", "https://")):
+        raise PolicyRefusal(
+            f"config.mlflow_tracking_uri: the service logs runs only to an MLflow tracking "
+            f"server (http:// or https://), not to {uri.split(':', 1)[0]!r}; give the server's "
+            "URL, or have the operator set MLFLOW_TRACKING_URI for the service"
+        )
 
 
 def _key_envs(config: RunConfig) -> Iterator[tuple[str, str]]:
