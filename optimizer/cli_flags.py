@@ -265,7 +265,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None:
             data[f.field] = value
     names = getattr(args, "proposer_env", None) or [
-        n for n in os.environ.get("GEPA_PROPOSER_ENV", "").split(",") if n.strip()
+        n for n in (read_env("GEPA_PROPOSER_ENV") or "").split(",") if n.strip()
     ]
     if names:
         data["proposer_env"] = [n.strip() for n in names]
