@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from optimizer.local_models import LlamaServer, free_port, install_models, model_path  # noqa: E402
-from optimizer.run import run_optimization  # noqa: E402
+from optimizer.searches import run_optimization  # noqa: E402
 from schemas import Event, RunConfig  # noqa: E402
 
 LOST = {"cut_off", "no_submission"}

@@ -1,20 +1,30 @@
-"""The optimizer runtime: run lifecycle, rollout queue, budget, GEPA and MIPRO searches.
+"""gepa-runtime's optimizer, in layers: ``runtime`` <- ``gepa``, ``mipro`` (searches) <- ``api``, ``cli``, ``service``.
 
-Python API: ``run_gepa(...)`` and ``run_mipro(...)`` (see :mod:`optimizer.api`), in the
+Python API: ``run_gepa(...)`` and ``run_mipro(...)`` (see :mod:`optimizer.api.optimize`), in the
 keyword style or the prompt-optimization spec's (``initial_template``, ``GEPAConfig``,
-``Endpoint``, ``score_fn``; see :mod:`optimizer.spec_api`), or ``run_optimization(config)``
-with one ``RunConfig`` (see :mod:`optimizer.run`).
+``Endpoint``, ``score_fn``; see :mod:`optimizer.api.spec`), or ``run_optimization(config)``
+with one ``RunConfig`` (see :mod:`optimizer.searches`). The layout: ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-from optimizer.api import run_gepa, run_mipro
-from optimizer.api_result import GenerationStats, Member, OptimizationResult
-from optimizer.run import RunResult, run_optimization
-from optimizer.spec_agent import Environment, Trajectory
-from optimizer.spec_api import evaluate_template
-from optimizer.spec_config import Endpoint, GEPAConfig, MIPROConfig
-from optimizer.spec_rows import Sample, format_prompt
+from optimizer.api import (
+    Endpoint,
+    Environment,
+    GenerationStats,
+    GEPAConfig,
+    Member,
+    MIPROConfig,
+    OptimizationResult,
+    Sample,
+    Trajectory,
+    evaluate_template,
+    format_prompt,
+    run_gepa,
+    run_mipro,
+)
+from optimizer.runtime.run import RunResult
+from optimizer.searches import run_optimization
 from schemas import FewShotExample, Metric, PromptTemplate, Score
 
 __all__ = [

@@ -50,7 +50,7 @@ class RunConfig(BaseModel):
     # Search.
     concurrency: int = Field(default=4, ge=1, le=512)
     minibatch_size: int = Field(default=4, ge=1)
-    # None: follows the reflection endpoint (optimizer.plan.default_proposals_in_flight).
+    # None: follows the reflection endpoint (optimizer.runtime.plan.default_proposals_in_flight).
     proposals_in_flight: int | None = Field(default=None, ge=1, le=32)
     use_merge: bool = True
     max_merges: int = Field(default=5, ge=0)
@@ -75,7 +75,7 @@ class RunConfig(BaseModel):
     proposer_command: str | None = Field(default=None, min_length=1)
     proposer_env: list[str] = Field(default_factory=list)
     proposer_timeout_s: float = Field(default=900.0, gt=0)
-    # Experiment tracking (optimizer.tracking_mlflow): an MLflow tracking server's URI; unset,
+    # Experiment tracking (optimizer.runtime.tracking_mlflow): an MLflow tracking server's URI; unset,
     # GEPA_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI of the running process is used if set.
     mlflow_tracking_uri: str | None = Field(default=None, min_length=1)
 

@@ -287,7 +287,7 @@ def test_models_install_flags(
         seen.update(kwargs)
         return {}
 
-    monkeypatch.setattr("optimizer.cli_models.install_models", fake_install)
+    monkeypatch.setattr("optimizer.cli.models.install_models", fake_install)
     args = build_parser().parse_args(["models", "install", "--dir", str(tmp_path), *flags])
     assert args.func(args) == 0
     assert seen == {

@@ -15,7 +15,7 @@
 
 The same functions take the prompt-optimization spec's arguments (``initial_template``,
 ``GEPAConfig``/``MIPROConfig``, ``endpoint``, ``mutation_endpoint``/``proposer_endpoint``,
-``score_fn``, ``environment_factory``): :mod:`optimizer.spec_api` translates them into these.
+``score_fn``, ``environment_factory``): :mod:`optimizer.api.spec` translates them into these.
 
 The task runs where it always does, in a task container: either ``container=URL`` (one or a
 list) or one built here from the template, the dataset, the score function and ``agent``
@@ -36,13 +36,13 @@ from container import create_app, optimize
 from container.chat import ChatTarget
 from container.splits import Splits
 from container.target import Registry
-from optimizer.api_result import OptimizationResult, build_result
-from optimizer.embedded import EmbeddedContainer
-from optimizer.run import run_optimization
-from optimizer.search import ProposerLike
-from optimizer.spec_agent import EnvironmentFactory
-from optimizer.spec_api import is_spec_call, spec_call
-from optimizer.spec_config import Endpoint, GEPAConfig, MIPROConfig
+from optimizer.api.result import OptimizationResult, build_result
+from optimizer.api.spec import is_spec_call, spec_call
+from optimizer.api.spec_agent import EnvironmentFactory
+from optimizer.api.spec_config import Endpoint, GEPAConfig, MIPROConfig
+from optimizer.runtime.deps import ProposerLike
+from optimizer.runtime.embedded import EmbeddedContainer
+from optimizer.searches import run_optimization
 from schemas import PromptTemplate, RunConfig, UserError
 from workspace import Workspace
 

@@ -10,7 +10,7 @@
 
 ``optimizer.run_gepa`` / ``run_mipro`` accept this style and the keyword one; ``spec_call``
 turns the spec's arguments into the keyword ones (rows, splits, target, verifier, config) so
-both run the same ``optimizer.api`` code: an embedded task container on 127.0.0.1, the
+both run the same ``optimizer.api.optimize`` code: an embedded task container on 127.0.0.1, the
 runtime's queue, cache, budget, search, heldout promotion and evidence. ``evaluate_template``
 scores one template on some rows through the container SDK's own rollout path, in process.
 """
@@ -28,9 +28,9 @@ from container.rollout import run_rollout
 from container.splits import Splits
 from container.target import Registry, optimize
 from container.task import Task
-from optimizer.spec_agent import EnvironmentFactory, endpoint_target, score_verifier
-from optimizer.spec_config import Endpoint, GEPAConfig, MIPROConfig, run_config, seed_splits
-from optimizer.spec_rows import find_label_column, row_name, spec_rows
+from optimizer.api.spec_agent import EnvironmentFactory, endpoint_target, score_verifier
+from optimizer.api.spec_config import Endpoint, GEPAConfig, MIPROConfig, run_config, seed_splits
+from optimizer.api.spec_rows import find_label_column, row_name, spec_rows
 from schemas import PromptTemplate, RolloutRequest, RunConfig, UserError
 
 __all__ = ["evaluate_template", "is_spec_call", "spec_call"]
@@ -57,7 +57,7 @@ async def spec_call(
     environment_factory: EnvironmentFactory | None,
     extra: Mapping[str, Any],
 ) -> AsyncIterator[dict[str, Any]]:
-    """The keyword arguments of ``optimizer.api`` for a spec call; closes the student after."""
+    """The keyword arguments of ``optimizer.api.optimize`` for a spec call; closes the student after."""
     reflection_arg = "mutation_endpoint" if method == "gepa" else "proposer_endpoint"
     _require(initial_template, "initial_template", "a PromptTemplate")
     _require(endpoint, "endpoint", "an Endpoint (the student model)")

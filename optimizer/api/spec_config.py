@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.budget import auto_metric_calls
+from optimizer.runtime.budget import auto_metric_calls
 from schemas import RunConfig, UserError
 
 __all__ = ["Endpoint", "GEPAConfig", "MIPROConfig", "SeedSplits", "run_config", "seed_splits"]

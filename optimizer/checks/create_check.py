@@ -4,7 +4,7 @@ A run that ``dry-run`` would fail (no target, an unreadable dataset, splits that
 container that is down, a reflection key that is not set, no budget) is not stored: the user
 hears it at ``create``, not when the runner starts somewhere else. A small budget is not a
 problem: ``create``, ``dry-run`` and ``run`` all accept any budget of 1 or more, and all
-three say what a budget below a full run skips (:func:`optimizer.plan.plan_run`). The
+three say what a budget below a full run skips (:func:`optimizer.runtime.plan.plan_run`). The
 findings go to stderr, so stdout keeps the run id on its first line for scripts.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from optimizer.preflight import preflight, render_findings
+from optimizer.checks.preflight import preflight, render_findings
 from schemas import RunConfig
 
 __all__ = ["check_before_create"]

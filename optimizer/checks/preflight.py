@@ -5,7 +5,7 @@ verifier load (and the module is served in-process for the HTTP checks); every c
 answers ``GET /health`` with ``gepa-container/1`` and a valid ``GET /program`` with train
 and holdout seeds (the containers agreeing on it), and what it warns about
 (``metadata.warnings``); the baseline runs on a few train seeds through the container, as a
-rollout of the run would (:mod:`optimizer.sample_rollouts`); MIPRO has Optuna and knows
+rollout of the run would (:mod:`optimizer.checks.sample_rollouts`); MIPRO has Optuna and knows
 where the demos go; the reflection model is configured and, when its base URL is local,
 ``GET {base_url}/models`` answers; the budget covers the floor a run needs. Each problem
 carries its fix. The reflection model is never called, and nothing is stored: a dry-run
@@ -23,12 +23,12 @@ import httpx
 from pydantic import ValidationError
 
 from container import load_dataset, load_splits, load_target, load_verifier
-from optimizer.budget import resolve_metric_calls
-from optimizer.embedded import EmbeddedContainer, module_spec
-from optimizer.findings import Finding, render_findings
+from optimizer.checks.findings import Finding, render_findings
+from optimizer.checks.sample_rollouts import sample_findings
 from optimizer.mipro import load_optuna, surface_for
-from optimizer.plan import auto_budget_warning, holdout_overlap, plan_run
-from optimizer.sample_rollouts import sample_findings
+from optimizer.runtime.budget import resolve_metric_calls
+from optimizer.runtime.embedded import EmbeddedContainer, module_spec
+from optimizer.runtime.plan import auto_budget_warning, holdout_overlap, plan_run
 from proposer import ProposerConfig, resolve_endpoint
 from proposer.external import check_proposer_command
 from schemas import PROTOCOL, Health, Program, RunConfig, UserError

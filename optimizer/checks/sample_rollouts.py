@@ -18,8 +18,8 @@ from typing import Literal
 
 import httpx
 
-from optimizer.client import ContainerClient, RetryPolicy
-from optimizer.findings import Finding
+from optimizer.checks.findings import Finding
+from optimizer.runtime.client import ContainerClient, RetryPolicy
 from schemas import (
     Policy,
     Program,

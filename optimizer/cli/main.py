@@ -17,16 +17,16 @@ from collections.abc import Sequence
 from schemas import GepaError, UserError
 from workspace.redact import scrub_text
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 # (module, function) pairs; each function adds its subcommands to the subparsers.
 COMMAND_MODULES: tuple[str, ...] = (
-    "optimizer.cli_schema",
+    "optimizer.cli.schema",
     "container.cli",
-    "optimizer.cli_optimize",
-    "optimizer.cli_runs",
-    "optimizer.cli_serve",
-    "optimizer.cli_models",
+    "optimizer.cli.optimize",
+    "optimizer.cli.runs",
+    "optimizer.cli.serve",
+    "optimizer.cli.models",
 )
 
 

@@ -1,12 +1,12 @@
 """``gepa-runtime optimize create | dry-run | run``: create, check and run optimizations.
 
-``create`` checks a run as ``dry-run`` does (:mod:`optimizer.create_check`), copies its
-dataset, splits and verifier files into the workspace (:mod:`optimizer.run_inputs`), stores
+``create`` checks a run as ``dry-run`` does (:mod:`optimizer.checks.create_check`), copies its
+dataset, splits and verifier files into the workspace (:mod:`optimizer.runtime.run_inputs`), stores
 it and prints the commands that check and run it;
 ``dry-run`` checks everything before any budget is spent (a few baseline rollouts, no
 reflection call, nothing stored); ``run`` runs a stored run (or resumes it) by id, or does
 everything in one shot without one. ``--module`` serves the target in-process
-(:mod:`optimizer.embedded`); ``--server URL`` hands the run to a ``gepa-runtime serve`` and
+(:mod:`optimizer.runtime.embedded`); ``--server URL`` hands the run to a ``gepa-runtime serve`` and
 follows its events instead of running here.
 
 A local run ends cleanly on Ctrl-C, SIGTERM and SIGHUP: it is recorded as ``cancelled`` and
@@ -28,23 +28,24 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
-from optimizer.cli_flags import (
+from optimizer.checks.create_check import check_before_create
+from optimizer.checks.preflight import SAMPLE_ROLLOUTS, preflight, render_findings
+from optimizer.cli.flags import (
     add_config_flags,
     add_workspace_flag,
     config_from_args,
     config_overrides,
 )
-from optimizer.create_check import check_before_create
-from optimizer.embedded import absolute_paths, run_stored, stored_config
-from optimizer.events import Listener
 from optimizer.mipro import load_optuna
-from optimizer.preflight import SAMPLE_ROLLOUTS, preflight, render_findings
-from optimizer.progress import ProgressBar
-from optimizer.report import promotion_summary
-from optimizer.run import RunResult
-from optimizer.run_inputs import create_with_inputs, resolve_inputs
+from optimizer.runtime.embedded import absolute_paths, stored_config
+from optimizer.runtime.events import Listener
+from optimizer.runtime.progress import ProgressBar
+from optimizer.runtime.report import promotion_summary
+from optimizer.runtime.run import RunResult
+from optimizer.runtime.run_inputs import create_with_inputs, resolve_inputs
+from optimizer.runtime.tracking_mlflow import require_mlflow
+from optimizer.searches import run_stored
 from optimizer.service.remote import ServiceClient
-from optimizer.tracking_mlflow import require_mlflow
 from proposer.external import check_proposer_command
 from schemas import Event, GepaError, RunConfig, UserError
 from schemas.env import read_env

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optimizer.cli_flags import add_workspace_flag
-from optimizer.report import promotion_summary
+from optimizer.cli.flags import add_workspace_flag
+from optimizer.runtime.report import promotion_summary
 from optimizer.service import Digests, candidate_views, run_view, trial_views
 from schemas import RunRecord, UserError
 from workspace import Lease, Workspace, resolve_workspace

@@ -9,7 +9,7 @@ logged in the run state, so a resumed run replays earlier iterations from the wo
 What keeps parallel proposals as good as sequential ones:
 
 - **Rebasing.** A proposal written on the best candidate while another worker replaced that
-  best is replayed on the new best by a three-way text merge (``optimizer.merge3``), with no
+  best is replayed on the new best by a three-way text merge (``optimizer.gepa.merge3``), with no
   extra reflection call, and gated against the new best; only a conflicting merge keeps the
   stale parent. Improvements then stack on one line instead of scattering over siblings.
 - **Merges across branches only.** Two frontier candidates are merged only when neither
@@ -28,12 +28,12 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from optimizer.deps import ProposerLike, SearchDeps, score_on_train
-from optimizer.dispatch import SeedResult
-from optimizer.frontier import common_ancestor, complementary_pairs, sample_parent
-from optimizer.gate import gate_total, passes_gate, ties
-from optimizer.merge3 import merge_components
-from optimizer.minibatch import MinibatchSampler
+from optimizer.gepa.gate import gate_total, passes_gate, ties
+from optimizer.gepa.merge3 import merge_components
+from optimizer.gepa.parents import common_ancestor, complementary_pairs, sample_parent
+from optimizer.runtime.deps import SearchDeps, score_on_train
+from optimizer.runtime.dispatch import SeedResult
+from optimizer.runtime.minibatch import MinibatchSampler
 from proposer import (
     CandidateView,
     Evaluation,
@@ -52,7 +52,7 @@ from schemas import (
     content_hash,
 )
 
-__all__ = ["GepaSearch", "ProposerLike", "SearchDeps", "evaluations_of"]
+__all__ = ["GepaSearch", "evaluations_of"]
 
 MERGE_MINIBATCH = 6
 # Other failing train seeds shown briefly to the proposer, per minibatch seed (see _gate).

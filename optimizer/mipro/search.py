@@ -18,13 +18,13 @@ import random
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from optimizer.deps import SearchDeps, score_on_train
-from optimizer.dispatch import SeedResult
-from optimizer.frontier import mean_score
-from optimizer.minibatch import MinibatchSampler
 from optimizer.mipro.demos import bootstrap_demos, build_demo_sets, labelled_demos, task_info
 from optimizer.mipro.sampler import Ask, TrialSampler
 from optimizer.mipro.surface import Surface
+from optimizer.runtime.deps import SearchDeps, score_on_train
+from optimizer.runtime.dispatch import SeedResult
+from optimizer.runtime.frontier import mean_score
+from optimizer.runtime.minibatch import MinibatchSampler
 from proposer import ComponentSpec, InstructionRequest, InstructionSet, TaskExample
 from proposer.guards import unified_diff
 from schemas import (

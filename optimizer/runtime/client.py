@@ -9,7 +9,7 @@ caller's fault: ``ProtocolViolation`` (or ``UserError`` for a refused token), ne
 
 A ``200`` body is read as a stream and refused past ``max_response_bytes`` (nothing more is
 read), then checked by :func:`schemas.parse_rollout`; either failure is ``InvalidRollout``,
-one errored rollout, not retried. Memory bounds for huge answers: :mod:`optimizer.bodies`.
+one errored rollout, not retried. Memory bounds for huge answers: :mod:`optimizer.runtime.bodies`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from optimizer.bodies import BodyReader, ParsedRollout
+from optimizer.runtime.bodies import BodyReader, ParsedRollout
 from schemas import (
     DEFAULT_REWARD_RANGE,
     PROTOCOL,

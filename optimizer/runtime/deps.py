@@ -1,6 +1,6 @@
 """What a search strategy is given: the run's shared parts, injected (``SearchDeps``).
 
-GEPA (``optimizer.search``) and MIPRO (``optimizer.mipro``) are two strategies over the same
+GEPA (``optimizer.gepa.search``) and MIPRO (``optimizer.mipro``) are two strategies over the same
 queue, budget, state, events and workspace; ``score_on_train`` is the step both share: a
 candidate's full train evaluation, the frontier rebuilt, saved and announced.
 """
@@ -13,10 +13,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from optimizer.budget import Budget
-from optimizer.dispatch import RolloutQueue
-from optimizer.events import EventSink
-from optimizer.state import SearchState
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.dispatch import RolloutQueue
+from optimizer.runtime.events import EventSink
+from optimizer.runtime.state import SearchState
 from proposer import ComponentSpec, MergeRequest, Proposal, ProposalRequest
 from schemas import BudgetExhausted, RunConfig
 from workspace import Workspace

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.budget import Budget
-from optimizer.client import ContainerClient, RolloutOutcome
-from optimizer.events import EventSink
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.client import ContainerClient, RolloutOutcome
+from optimizer.runtime.events import EventSink
 from schemas import (
     ContainerError,
     InvalidRollout,

@@ -8,7 +8,7 @@ executes against that URL: :func:`serving_config` is the stored config with
 The stored run keeps ``module``/``dataset``/... so a resumed run serves the module again.
 
     async with container_for(config) as runnable:   # runnable.containers == [url]
-        await run_optimization(runnable, run_id=record.run_id, workspace=ws)
+        await run_optimization(runnable, searches=SEARCHES, run_id=record.run_id, workspace=ws)
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import httpx
 import uvicorn
 
 from container import create_app, load_target
-from optimizer.run import RunResult, run_optimization
-from optimizer.run_inputs import resolve_inputs
-from optimizer.search import ProposerLike
+from optimizer.runtime.deps import ProposerLike
+from optimizer.runtime.run import RunResult, run_optimization
+from optimizer.runtime.run_inputs import resolve_inputs
+from optimizer.runtime.strategy import Searches
 from schemas import RunConfig, RunLeased, RunRecord, UserError
 from workspace import Workspace, leased_message
 
@@ -192,6 +193,7 @@ async def run_stored(
     workspace: Workspace,
     run_id: str,
     *,
+    searches: Searches,
     secrets: RunConfig | None = None,
     on_event: Callable[..., None] | None = None,
     on_serving: Callable[[str], None] | None = None,
@@ -201,7 +203,8 @@ async def run_stored(
     """Run (or resume) a stored run, serving its ``--module`` in-process when it has one.
 
     ``secrets`` supplies what is never stored (the container token) and may point a
-    container-URL run at new URLs; ``on_serving(url)`` hears where a module is served.
+    container-URL run at new URLs; ``on_serving(url)`` hears where a module is served;
+    ``searches`` is the method registry (:mod:`optimizer.searches`).
     """
     record = await workspace.get_run(run_id)
     holder = await workspace.lease_holder(run_id)
@@ -219,6 +222,7 @@ async def run_stored(
             )
             return await run_optimization(
                 runnable,
+                searches=searches,
                 workspace=workspace,
                 run_id=run_id,
                 on_event=on_event,
@@ -227,6 +231,7 @@ async def run_stored(
             )
     return await run_optimization(
         secrets,
+        searches=searches,
         workspace=workspace,
         run_id=run_id,
         on_event=on_event,

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optimizer.budget import Budget
-from optimizer.dispatch import RolloutQueue
-from optimizer.frontier import mean_score
-from optimizer.plan import RunPlan
-from optimizer.promotion import Promotion
-from optimizer.report import render_report
-from optimizer.state import SearchState
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.dispatch import RolloutQueue
+from optimizer.runtime.frontier import mean_score
+from optimizer.runtime.plan import RunPlan
+from optimizer.runtime.promotion import Promotion
+from optimizer.runtime.report import render_report
+from optimizer.runtime.state import SearchState
 from schemas import ModelUsage, Program, RolloutRecord
 from workspace import Workspace
 

@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import httpx
 
-from optimizer.client import ContainerClient
-from optimizer.plan import holdout_overlap
+from optimizer.runtime.client import ContainerClient
+from optimizer.runtime.plan import holdout_overlap
 from schemas import ContainerError, GepaError, Program, RunRecord, UserError
 
 __all__ = ["ProgramWatch", "check_resumed", "check_splits"]

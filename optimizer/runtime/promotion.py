@@ -19,12 +19,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from optimizer.dispatch import RolloutQueue
-from optimizer.events import EventSink
-from optimizer.frontier import mean_score
-from optimizer.plan import RunPlan
-from optimizer.state import SearchState
-from optimizer.stats import paired_bootstrap
+from optimizer.runtime.dispatch import RolloutQueue
+from optimizer.runtime.events import EventSink
+from optimizer.runtime.frontier import mean_score
+from optimizer.runtime.plan import RunPlan
+from optimizer.runtime.state import SearchState
+from optimizer.runtime.stats import paired_bootstrap
 from schemas import BudgetExhausted
 
 __all__ = ["Promotion", "choose_on_train", "select_and_promote", "selection_need"]

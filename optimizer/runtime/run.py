@@ -2,11 +2,12 @@
 
 Phases: ``evaluating_baseline -> searching -> evaluating_best -> finalizing -> completed``
 (or ``failed``), each transition an event. ``config.method`` picks the search of the
-``searching`` phase (``GepaSearch`` or ``MiproSearch``); every other phase is shared.
+``searching`` phase from the ``searches`` registry it is given (see
+:mod:`optimizer.runtime.strategy`); every other phase is shared.
 ``run_optimization`` creates a run or resumes one by id; a resumed run replays its logged
 iterations from the workspace and pays for no finished rollout twice.
 
-One process executes a run at a time: it holds the run's lease (:mod:`optimizer.lease`)
+One process executes a run at a time: it holds the run's lease (:mod:`optimizer.runtime.lease`)
 from start to end. A cancelled run (Ctrl-C, SIGTERM, the service's cancel) is recorded as
 ``cancelled`` and resumes by id. A resumed run must meet the program it started on (same
 program id and components); a new fingerprint of that program is reported and its rollouts
@@ -29,25 +30,25 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from optimizer.budget import Budget, resolve_metric_calls
-from optimizer.client import ContainerClient, RetryPolicy
-from optimizer.dispatch import ErrorGate, RolloutQueue, SeedResult
-from optimizer.events import EventSink, Listener
-from optimizer.evidence import EvidenceInputs, write_evidence
-from optimizer.lease import HeldLease, hold_lease
-from optimizer.mipro import InstructionSource, MiproSearch, load_optuna, surface_for
-from optimizer.plan import (
+from optimizer.runtime.budget import Budget, resolve_metric_calls
+from optimizer.runtime.client import ContainerClient, RetryPolicy
+from optimizer.runtime.deps import ProposerLike, SearchDeps
+from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult
+from optimizer.runtime.events import EventSink, Listener
+from optimizer.runtime.evidence import EvidenceInputs, write_evidence
+from optimizer.runtime.lease import HeldLease, hold_lease
+from optimizer.runtime.plan import (
     RunPlan,
     auto_budget_warning,
     default_proposals_in_flight,
     plan_run,
 )
-from optimizer.program_check import ProgramWatch, check_resumed, check_splits
-from optimizer.promotion import select_and_promote, selection_need
-from optimizer.search import GepaSearch, ProposerLike, SearchDeps, evaluations_of
-from optimizer.state import SearchState
-from optimizer.tracking_mlflow import mlflow_tracking
-from proposer import CandidateView, ComponentSpec, ProposalRequest, Proposer
+from optimizer.runtime.program_check import ProgramWatch, check_resumed, check_splits
+from optimizer.runtime.promotion import Promotion, select_and_promote, selection_need
+from optimizer.runtime.state import SearchState
+from optimizer.runtime.strategy import Searches, SearchMethod, SearchStart, method_of
+from optimizer.runtime.tracking_mlflow import mlflow_tracking
+from proposer import ComponentSpec, Proposer
 from proposer.client import reflection_api_key
 from proposer.external import ExternalProposer, command_secrets, proposer_for
 from schemas import (
@@ -56,7 +57,6 @@ from schemas import (
     ModelUsage,
     Policy,
     Program,
-    ProposerError,
     RunConfig,
     RunLeased,
     RunRecord,
@@ -84,6 +84,18 @@ class RunResult:
     evidence: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class _Parts:
+    """What the phases after planning share (one object instead of six parameters)."""
+
+    program: Program
+    plan: RunPlan
+    budget: Budget
+    proposer: ProposerLike
+    state: SearchState
+    base: CandidateRecord
+
+
 def _proposer_usage(proposer: ProposerLike) -> ModelUsage:
     usage = getattr(proposer, "total_usage", None)
     return usage if isinstance(usage, ModelUsage) else ModelUsage()
@@ -101,6 +113,8 @@ class _Run:
         http: httpx.AsyncClient | None,
         listeners: list[Listener],
         held: HeldLease | None = None,
+        *,
+        method: SearchMethod,
     ) -> None:
         if config.proposals_in_flight is None:
             config = config.model_copy(
@@ -109,6 +123,7 @@ class _Run:
                 }
             )
         self.config = config
+        self.method = method
         self.record = record
         self.workspace = workspace
         self.proposer = proposer
@@ -228,95 +243,137 @@ class _Run:
             await self.warn(warning)
 
     async def _with_program(self, client: ContainerClient, program: Program) -> RunResult:
-        cfg, run_id = self.config, self.record.run_id
+        """The phases against a served program: baseline, search, promotion, evidence."""
+        parts = await self._prepare(program)
+        async with self._queue(client, parts) as queue:
+            await self.phase("evaluating_baseline")
+            stop = await self._baseline_and_search(queue, parts)
+            await self.phase("evaluating_best")
+            promotion = await select_and_promote(
+                queue=queue,
+                state=parts.state,
+                baseline_id=parts.base.candidate_id,
+                plan=parts.plan,
+                min_improvement=self.config.min_holdout_improvement,
+                rng=random.Random(self.config.seed + 1),
+                events=self.events,
+            )
+            await self.phase("finalizing")
+            await self._checkpoint(parts)
+            folder, packet = await self._write_evidence(queue, parts, stop, promotion)
+        return await self._completed(parts, promotion, folder, packet)
+
+    async def _prepare(self, program: Program) -> _Parts:
+        """The plan and budget, the proposer, and the state with the baseline stored."""
         plan, budget = await self._plan(program)
         proposer = self.proposer or proposer_for(
-            cfg, work_dir=self.workspace.run_dir(run_id) / "proposals"
+            self.config, work_dir=self.workspace.run_dir(self.record.run_id) / "proposals"
         )
         state, base = await self._state(program, plan)
+        return _Parts(program, plan, budget, proposer, state, base)
 
-        async def checkpoint() -> None:
-            await self.workspace.update_run(
-                run_id,
-                state={"proposals": state.proposals, "budget": budget.snapshot(), **state.extra},
-            )
-
-        async with RolloutQueue(
+    def _queue(self, client: ContainerClient, parts: _Parts) -> RolloutQueue:
+        """The run's one rollout queue: cache first, bounded concurrency, budget booked."""
+        cfg = self.config
+        return RolloutQueue(
             client=client,
             workspace=self.workspace,
-            run_id=run_id,
-            program=program,
-            budget=budget,
+            run_id=self.record.run_id,
+            program=parts.program,
+            budget=parts.budget,
             events=self.events,
             concurrency=cfg.concurrency,
             policy=Policy(model=cfg.task_model),
             error_gate=ErrorGate(max_rate=cfg.max_error_rate, timeout_s=cfg.rollout_timeout_s),
-        ) as queue:
-            await self.phase("evaluating_baseline")
-            train, baseline_holdout = await self._baseline(queue, state, base, plan, budget)
-            await self.phase("searching")
-            deps = SearchDeps(
-                config=cfg,
-                run_id=run_id,
-                workspace=self.workspace,
-                queue=queue,
-                proposer=proposer,
-                budget=budget,
-                events=self.events,
-                rng=self.rng,
-                state=state,
-                components=tuple(
-                    ComponentSpec(c.name, c.kind, c.description) for c in program.components
-                ),
-                description=program.description,
-                checkpoint=checkpoint,
-                proposer_cost=lambda: _proposer_usage(proposer).cost_usd,
-                refresh_reserve=lambda: setattr(
-                    budget, "reserve_final", selection_need(state, plan, base.candidate_id)
-                ),
-            )
-            try:
-                stop = await self._search(deps, program, plan, base.candidate_id, train)
-                await baseline_holdout
-            finally:
-                if not baseline_holdout.done():
-                    baseline_holdout.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await baseline_holdout
-                if self.proposer is None and isinstance(proposer, Proposer | ExternalProposer):
-                    await proposer.aclose()
-            await self.events.emit("search_stopped", {"reason": stop, "budget": budget.snapshot()})
-            await self.phase("evaluating_best")
-            promotion = await select_and_promote(
-                queue=queue,
-                state=state,
-                baseline_id=base.candidate_id,
-                plan=plan,
-                min_improvement=cfg.min_holdout_improvement,
-                rng=random.Random(cfg.seed + 1),
-                events=self.events,
-            )
-            await self.phase("finalizing")
-            await checkpoint()
-            folder, packet = await write_evidence(
-                EvidenceInputs(
-                    run_id=run_id,
-                    status="completed",
-                    config=self.record.config,
-                    program=program,
-                    state=state,
-                    baseline_id=base.candidate_id,
-                    promotion=promotion,
-                    budget=budget,
-                    proposer_usage=_proposer_usage(proposer),
-                    stop_reason=stop,
-                    started_at=self.started,
-                    plan=plan,
-                    warnings=tuple(self.warnings),
-                ),
-                self.workspace,
-                queue,
-            )
+        )
+
+    async def _checkpoint(self, parts: _Parts) -> None:
+        """Store what a resumed run replays: the proposals, the budget, the search's own state."""
+        state = parts.state
+        await self.workspace.update_run(
+            self.record.run_id,
+            state={"proposals": state.proposals, "budget": parts.budget.snapshot(), **state.extra},
+        )
+
+    async def _baseline_and_search(self, queue: RolloutQueue, parts: _Parts) -> str:
+        """The baseline (its holdout in the background), then the search; why it stopped."""
+        train, baseline_holdout = await self._baseline(queue, parts)
+        await self.phase("searching")
+        try:
+            stop = await self._search(self._deps(queue, parts), parts, train)
+            await baseline_holdout
+        finally:
+            if not baseline_holdout.done():
+                baseline_holdout.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await baseline_holdout
+            proposer = parts.proposer
+            if self.proposer is None and isinstance(proposer, Proposer | ExternalProposer):
+                await proposer.aclose()
+        await self.events.emit(
+            "search_stopped", {"reason": stop, "budget": parts.budget.snapshot()}
+        )
+        return stop
+
+    def _deps(self, queue: RolloutQueue, parts: _Parts) -> SearchDeps:
+        """What the search is given: the run's shared parts, injected."""
+        state, plan, budget, base_id = (
+            parts.state,
+            parts.plan,
+            parts.budget,
+            parts.base.candidate_id,
+        )
+
+        async def checkpoint() -> None:
+            await self._checkpoint(parts)
+
+        return SearchDeps(
+            config=self.config,
+            run_id=self.record.run_id,
+            workspace=self.workspace,
+            queue=queue,
+            proposer=parts.proposer,
+            budget=budget,
+            events=self.events,
+            rng=self.rng,
+            state=state,
+            components=tuple(
+                ComponentSpec(c.name, c.kind, c.description) for c in parts.program.components
+            ),
+            description=parts.program.description,
+            checkpoint=checkpoint,
+            proposer_cost=lambda: _proposer_usage(parts.proposer).cost_usd,
+            refresh_reserve=lambda: setattr(
+                budget, "reserve_final", selection_need(state, plan, base_id)
+            ),
+        )
+
+    async def _write_evidence(
+        self, queue: RolloutQueue, parts: _Parts, stop: str, promotion: Promotion
+    ) -> tuple[Path, dict[str, Any]]:
+        """The evidence packet (``evidence.json``, ``report.md``) of the finished run."""
+        inputs = EvidenceInputs(
+            run_id=self.record.run_id,
+            status="completed",
+            config=self.record.config,
+            program=parts.program,
+            state=parts.state,
+            baseline_id=parts.base.candidate_id,
+            promotion=promotion,
+            budget=parts.budget,
+            proposer_usage=_proposer_usage(parts.proposer),
+            stop_reason=stop,
+            started_at=self.started,
+            plan=parts.plan,
+            warnings=tuple(self.warnings),
+        )
+        return await write_evidence(inputs, self.workspace, queue)
+
+    async def _completed(
+        self, parts: _Parts, promotion: Promotion, folder: Path, packet: dict[str, Any]
+    ) -> RunResult:
+        """Mark the run completed, announce it, and say what it produced."""
+        run_id = self.record.run_id
         await self.workspace.update_run(run_id, status="completed", phase="completed")
         await self.events.emit(
             "phase",
@@ -326,7 +383,7 @@ class _Run:
             run_id=run_id,
             status="completed",
             best_candidate_id=promotion.best_id,
-            baseline_candidate_id=base.candidate_id,
+            baseline_candidate_id=parts.base.candidate_id,
             promoted=promotion.promoted,
             evidence_dir=folder,
             evidence=packet,
@@ -335,8 +392,7 @@ class _Run:
     async def _plan(self, program: Program) -> tuple[RunPlan, Budget]:
         """Check the program, fit the plan to the budget, restore the counters, announce it."""
         cfg, run_id, seeds = self.config, self.record.run_id, program.seeds
-        if cfg.method == "mipro":
-            load_optuna()  # fail before paying for the baseline when the extra is missing
+        self.method.prepare(cfg)  # e.g. a missing extra: refused before the baseline is paid
         check_splits(program)
         limit = resolve_metric_calls(
             cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
@@ -416,12 +472,7 @@ class _Run:
         return state, base
 
     async def _baseline(
-        self,
-        queue: RolloutQueue,
-        state: SearchState,
-        base: CandidateRecord,
-        plan: RunPlan,
-        budget: Budget,
+        self, queue: RolloutQueue, parts: _Parts
     ) -> tuple[dict[str, SeedResult], asyncio.Task[None]]:
         """The baseline on train now, and on holdout in the background (the reference).
 
@@ -429,6 +480,7 @@ class _Run:
         proposals are written instead of before; their calls are booked here, before the
         search looks at its budget.
         """
+        state, base, plan = parts.state, parts.base, parts.plan
         cid = base.candidate_id
         train = await queue.evaluate(cid, base.components, plan.train, final=True)
         state.set_train(cid, {s: r.reward for s, r in train.items()})
@@ -438,7 +490,7 @@ class _Run:
              "best_seed": state.train_best(cid)},
         )  # fmt: skip
         booked = len(await queue.misses(base.components, plan.holdout))
-        budget.reserve(booked, final=True)
+        parts.budget.reserve(booked, final=True)
 
         async def holdout() -> None:
             results = await queue.evaluate(
@@ -449,94 +501,15 @@ class _Run:
         return train, asyncio.create_task(holdout())
 
     async def _search(
-        self,
-        deps: SearchDeps,
-        program: Program,
-        plan: RunPlan,
-        baseline_id: str,
-        train: Mapping[str, SeedResult],
+        self, deps: SearchDeps, parts: _Parts, train: Mapping[str, SeedResult]
     ) -> str:
         """The method's search, or (when the plan has none) one unevaluated smoke proposal."""
+        plan = parts.plan
+        start = SearchStart(parts.program, parts.base.candidate_id, train)
         if plan.search:
             deps.refresh_reserve()
-            return await _strategy(deps, program, baseline_id, train).run()
-        reason = "; ".join(plan.skipped)
-        if self.config.method == "gepa" and train:
-            reason += await _smoke_proposal(deps, baseline_id, train)
-        return reason
-
-
-async def _smoke_proposal(
-    deps: SearchDeps, baseline_id: str, train: Mapping[str, SeedResult]
-) -> str:
-    """One proposal from the baseline's train rollouts, stored but never evaluated.
-
-    A budget too small to search still checks that the reflection model answers and that its
-    answer parses, which is what a smoke test of the whole pipeline is for.
-    """
-    base = deps.state.candidates[baseline_id]
-    request = ProposalRequest(
-        program_description=deps.description,
-        components=deps.components,
-        parent=CandidateView(baseline_id, dict(base.components)),
-        evaluations=evaluations_of(train),
-        target_components=(deps.components[0].name,),
-        existing_hashes=frozenset(c.content_hash for c in deps.state.candidates.values()),
-    )
-    try:
-        proposal = await deps.proposer.propose(request)
-    except ProposerError as exc:
-        deps.budget.proposer_cost_usd = deps.proposer_cost()
-        return f" (smoke proposal rejected: {getattr(exc, 'reason', 'error')}: {str(exc)[:200]})"
-    deps.budget.proposer_cost_usd = deps.proposer_cost()
-    components = {**base.components, **proposal.components}
-    record = CandidateRecord(
-        run_id=deps.run_id,
-        candidate_id=candidate_id_for(components),
-        content_hash=content_hash(components),
-        components=components,
-        parents=[baseline_id],
-        origin="mutation",
-        rationale=deps.workspace.scrubber.text(proposal.rationale),
-        diffs=dict(proposal.diffs) or {baseline_id: proposal.diff},
-        proposer_usage=proposal.usage,
-    )
-    await deps.workspace.add_candidate(record)
-    deps.state.add(record)
-    await deps.events.emit(
-        "candidate",
-        {
-            "candidate_id": record.candidate_id,
-            "parents": record.parents,
-            "origin": "mutation",
-            "iteration": 0,
-            "rationale": record.rationale[:1000],
-            "diff": proposal.diff[:4000],
-            "mode": proposal.mode,
-            "evaluated": False,
-        },
-    )
-    return f" (smoke proposal {record.candidate_id} written by the reflection model, not evaluated)"
-
-
-def _strategy(
-    deps: SearchDeps, program: Program, baseline_id: str, train: Mapping[str, SeedResult]
-) -> GepaSearch | MiproSearch:
-    """The search of ``config.method`` over the shared deps."""
-    if deps.config.method == "gepa":
-        return GepaSearch(deps)
-    if not isinstance(deps.proposer, InstructionSource):
-        raise UserError(
-            f"--method mipro needs a proposer with instructions(); "
-            f"{type(deps.proposer).__name__} has none"
-        )
-    return MiproSearch(
-        deps,
-        surface=surface_for(program),
-        source=deps.proposer,
-        baseline_id=baseline_id,
-        baseline_train=train,
-    )
+            return await self.method.build(deps, start).run()
+        return "; ".join(plan.skipped) + await self.method.without_search(deps, start)
 
 
 def _merge_secrets(run_id: str, stored: dict[str, Any], given: RunConfig | None) -> RunConfig:
@@ -556,6 +529,7 @@ def _merge_secrets(run_id: str, stored: dict[str, Any], given: RunConfig | None)
 async def run_optimization(
     config: RunConfig | None = None,
     *,
+    searches: Searches,
     workspace: Workspace | str | Path = ".gepa",
     run_id: str | None = None,
     proposer: ProposerLike | None = None,
@@ -567,7 +541,11 @@ async def run_optimization(
     ``config`` is required for a new run; for a resumed run the stored config is used and
     ``config`` only supplies secrets (the container token), which are never stored, and
     container URLs. ``RunLeased`` while another live process executes the run.
+    ``searches`` maps ``config.method`` to its search (:mod:`optimizer.searches` has the
+    built-in ones); a method it lacks is refused before the run is created.
     """
+    if config is not None:
+        method_of(searches, config)
     owns = not isinstance(workspace, Workspace)
     ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace
     if owns:
@@ -583,7 +561,9 @@ async def run_optimization(
             record = await ws.get_run(run_id)  # read under the lease: nobody else changes it
             cfg = config if new and config is not None else _resumed_config(ws, record, config)
             _know_secrets(ws, cfg)
-            run = _Run(cfg, record, ws, proposer, http, [on_event] if on_event else [], held)
+            listeners = [on_event] if on_event else []
+            method = method_of(searches, cfg)
+            run = _Run(cfg, record, ws, proposer, http, listeners, held, method=method)
             async with mlflow_tracking(cfg, ws, run_id, run.events, run.warn):
                 return await run.guarded()
     finally:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.frontier import Frontier, build_frontier, mean_score
+from optimizer.runtime.frontier import Frontier, build_frontier, mean_score
 from schemas import CandidateRecord
 
 __all__ = ["SearchState"]

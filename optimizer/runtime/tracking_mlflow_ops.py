@@ -1,6 +1,6 @@
 """What a run logs to MLflow, as plain operations: pure functions of its config and events.
 
-:mod:`optimizer.tracking_mlflow` feeds every event of a run to an ``EventRecorder``, which
+:mod:`optimizer.runtime.tracking_mlflow` feeds every event of a run to an ``EventRecorder``, which
 keeps the counters the events carry (paid and cached calls, spend, frontier coverage, the
 best train score) and answers the operations to send: metrics at each iteration's outcome
 (``step`` = the iteration, or the MIPRO trial), tags at phase changes, the promotion. At the
@@ -33,7 +33,7 @@ __all__ = [
 
 MAX_PARAM_CHARS = 6000  # MLflow's limit for a param value
 MAX_TAG_CHARS = 5000
-# The outcome of an iteration (as in optimizer.api's per-iteration stats) and a MIPRO trial.
+# The outcome of an iteration (as in optimizer.api.optimize's per-iteration stats) and a MIPRO trial.
 OUTCOMES = ("gate", "proposal_rejected", "skipped")
 _STATUS = {"completed": "FINISHED", "failed": "FAILED", "cancelled": "KILLED"}
 

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.tracking_mlflow_ops import Artifact, End, Metrics, Op, Params, Tags
+from optimizer.runtime.tracking_mlflow_ops import Artifact, End, Metrics, Op, Params, Tags
 
 __all__ = ["MlflowWorker", "Start"]
 

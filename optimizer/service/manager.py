@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import httpx
 from pydantic import SecretStr
 
-from optimizer.embedded import absolute_paths, run_stored, stored_config
+from optimizer.runtime.embedded import absolute_paths, stored_config
+from optimizer.searches import run_stored
 from optimizer.service.digest import Digests
 from optimizer.service.policy import PolicyRefusal, RunPolicy
 from schemas import Event, GepaError, RunConfig, RunLeased, RunRecord, RunStatus, UserError

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from optimizer.run import run_optimization
+from optimizer.searches import run_optimization
 from schemas import RunConfig
 from tests.fakes.servers import ROOT, free_port, wait_http
 

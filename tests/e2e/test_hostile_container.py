@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from optimizer import run as run_module
 from optimizer.cli import main
-from optimizer.run import run_optimization
+from optimizer.runtime import run as run_module
+from optimizer.searches import run_optimization
 from schemas import ContainerError, RunConfig
 from tests.e2e.protocol_app import ProtocolContainer, seeds
 from tests.fakes.reflection_server import create_app as reflection_app

@@ -19,10 +19,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-import optimizer.tracking_mlflow as tracking
-from optimizer.run import run_optimization
-from optimizer.tracking_mlflow import STATE_FILE
-from optimizer.tracking_mlflow_ops import EventRecorder
+import optimizer.runtime.tracking_mlflow as tracking
+from optimizer.runtime.tracking_mlflow import STATE_FILE
+from optimizer.runtime.tracking_mlflow_ops import EventRecorder
+from optimizer.searches import run_optimization
 from schemas import Event, RunConfig
 from tests.fakes.mlflow_server import mlflow_server, require_client
 from tests.fakes.reflection_server import create_app as reflection_app

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from optimizer.run import run_optimization
+from optimizer.searches import run_optimization
 from schemas import RunConfig
 from tests.fakes.flaky_proxy import FlakyProxy
 from tests.fakes.reflection_server import create_app as reflection_app

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from optimizer.run import run_optimization
+from optimizer.searches import run_optimization
 from optimizer.service.views import trial_views
 from schemas import RunConfig
 from tests.fakes.otlp_receiver import create_app as otlp_app

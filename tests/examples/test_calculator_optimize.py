@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from examples.calculator.program import DATASET, create_calculator_app
 from examples.calculator.settings import AgentSettings
-from optimizer.run import run_optimization
+from optimizer.searches import run_optimization
 from proposer import InstructionRequest, InstructionSet, Proposal, ProposalRequest
 from schemas import ModelUsage, RunConfig
 from tests.fakes.servers import thread_server

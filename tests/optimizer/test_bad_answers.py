@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-from optimizer.budget import Budget
-from optimizer.client import ContainerClient, RetryPolicy
-from optimizer.dispatch import ErrorGate, RolloutQueue
-from optimizer.events import EventSink
-from optimizer.run import run_optimization
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.client import ContainerClient, RetryPolicy
+from optimizer.runtime.dispatch import ErrorGate, RolloutQueue
+from optimizer.runtime.events import EventSink
+from optimizer.searches import run_optimization
 from schemas import ContainerError, Program, RolloutFailed, RolloutRequest, RunConfig
 from tests.fakes.hostile_container import HostileContainer, Slow, Stream
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from optimizer.bodies import BIG_BODIES, BIG_BODY_BYTES, BodyReader, parse_and_cap
+from optimizer.runtime.bodies import BIG_BODIES, BIG_BODY_BYTES, BodyReader, parse_and_cap
 
 CHUNK = 256 * 1024
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from optimizer.budget import Budget
-from optimizer.client import ContainerClient, RetryPolicy
-from optimizer.dispatch import ErrorGate, RolloutQueue
-from optimizer.events import EventSink
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.client import ContainerClient, RetryPolicy
+from optimizer.runtime.dispatch import ErrorGate, RolloutQueue
+from optimizer.runtime.events import EventSink
 from schemas import BudgetExhausted, ContainerError, Program, RunConfig
 from workspace import Workspace
 

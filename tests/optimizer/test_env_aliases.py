@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from optimizer.cli import build_parser
-from optimizer.cli_flags import config_from_args
+from optimizer.cli.flags import config_from_args
 from schemas import UserError
 from schemas.env import read_env
 

@@ -7,15 +7,8 @@ from collections import Counter
 
 import pytest
 
-from optimizer.frontier import (
-    ancestors,
-    build_frontier,
-    common_ancestor,
-    complementary_pairs,
-    dominates,
-    mean_score,
-    sample_parent,
-)
+from optimizer.gepa.parents import ancestors, common_ancestor, complementary_pairs, sample_parent
+from optimizer.runtime.frontier import build_frontier, dominates, mean_score
 
 SEEDS = ["s1", "s2", "s3", "s4"]
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from optimizer import lease as lease_module
-from optimizer.lease import hold_lease
-from optimizer.run import run_optimization
+from optimizer.runtime import lease as lease_module
+from optimizer.runtime.lease import hold_lease
+from optimizer.searches import run_optimization
 from schemas import Event, RunConfig, RunLeased, UserError
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
 from workspace import Workspace

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from optimizer.budget import Budget, auto_metric_calls, resolve_metric_calls
-from optimizer.gate import passes_gate
-from optimizer.minibatch import MinibatchSampler
-from optimizer.stats import paired_bootstrap
+from optimizer.gepa.gate import passes_gate
+from optimizer.runtime.budget import Budget, auto_metric_calls, resolve_metric_calls
+from optimizer.runtime.minibatch import MinibatchSampler
+from optimizer.runtime.stats import paired_bootstrap
 from schemas import BudgetExhausted, RunConfig, UserError
 
 

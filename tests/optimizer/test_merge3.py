@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from optimizer.merge3 import merge3, merge_components, units
+from optimizer.gepa.merge3 import merge3, merge_components, units
 
 BASE = "Route the ticket.\n- If it mentions card, route it to Cards."
 

@@ -22,7 +22,7 @@ from optimizer.mipro import (
     surface_for,
     task_info,
 )
-from optimizer.run import run_optimization
+from optimizer.searches import run_optimization
 from proposer import InstructionRequest, InstructionSet
 from schemas import Demo, ModelUsage, Program, RolloutRecord, RunConfig, UserError
 from tests.fakes.servers import FAKES

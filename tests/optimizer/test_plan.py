@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from optimizer.plan import MIN_HOLDOUT, default_proposals_in_flight, plan_run
+from optimizer.runtime.plan import MIN_HOLDOUT, default_proposals_in_flight, plan_run
 
 TRAIN = [f"t{i}" for i in range(24)]
 HOLDOUT = [f"h{i}" for i in range(36)]

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.checks.preflight import preflight
 from optimizer.cli import main
-from optimizer.cli_flags import add_config_flags, config_from_args
-from optimizer.cli_optimize import check_runnable
-from optimizer.preflight import preflight
-from optimizer.run import run_optimization
+from optimizer.cli.flags import add_config_flags, config_from_args
+from optimizer.cli.optimize import check_runnable
+from optimizer.searches import run_optimization
 from schemas import RunConfig, UserError
 from tests.fakes.servers import FAKES, toy_container
 

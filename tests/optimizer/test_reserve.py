@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from optimizer.plan import RunPlan
-from optimizer.promotion import choose_on_train, selection_need
-from optimizer.state import SearchState
+from optimizer.runtime.plan import RunPlan
+from optimizer.runtime.promotion import choose_on_train, selection_need
+from optimizer.runtime.state import SearchState
 from schemas import CandidateRecord, candidate_id_for, content_hash
 
 TRAIN = ("t1", "t2", "t3", "t4")

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from optimizer.budget import Budget
-from optimizer.deps import SearchDeps
-from optimizer.events import EventSink
-from optimizer.run import RunResult, run_optimization
-from optimizer.search import CONTEXT_PER_MINIBATCH, MAX_REGATES, GepaSearch
-from optimizer.state import SearchState
+from optimizer.gepa.search import CONTEXT_PER_MINIBATCH, MAX_REGATES, GepaSearch
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.deps import SearchDeps
+from optimizer.runtime.events import EventSink
+from optimizer.runtime.run import RunResult
+from optimizer.runtime.state import SearchState
+from optimizer.searches import run_optimization
 from proposer import ComponentSpec
 from schemas import CandidateRecord, Event, RunConfig, candidate_id_for, content_hash
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program

@@ -9,13 +9,11 @@ from typing import Any
 
 import pytest
 
-import optimizer.tracking_mlflow as tracking
+import optimizer.runtime.tracking_mlflow as tracking
 from optimizer.cli import build_parser
-from optimizer.cli_flags import config_from_args
-from optimizer.cli_optimize import check_runnable
-from optimizer.run import run_optimization
-from optimizer.service import PolicyRefusal, RunPolicy
-from optimizer.tracking_mlflow_ops import (
+from optimizer.cli.flags import config_from_args
+from optimizer.cli.optimize import check_runnable
+from optimizer.runtime.tracking_mlflow_ops import (
     Artifact,
     EventRecorder,
     Metrics,
@@ -24,6 +22,8 @@ from optimizer.tracking_mlflow_ops import (
     candidate_artifacts,
     config_params,
 )
+from optimizer.searches import run_optimization
+from optimizer.service import PolicyRefusal, RunPolicy
 from schemas import CandidateRecord, Event, RunConfig, UserError
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from optimizer.cli_serve import _settings, add_parser
+from optimizer.cli.serve import _settings, add_parser
 from optimizer.service import RunPolicy, ServiceSettings
 from tests.fakes.servers import FAKES
 from tests.service.conftest import run_config, service, wait_status

@@ -1,0 +1,30 @@
+"""The Python API: ``run_gepa`` / ``run_mipro`` in the keyword style or the spec's, and results.
+
+A notebook's target is served in-process as a task container; the run is the CLI's run.
+"""
+
+from __future__ import annotations
+
+from optimizer.api.optimize import run_gepa, run_mipro
+from optimizer.api.result import GenerationStats, Member, OptimizationResult, build_result
+from optimizer.api.spec import evaluate_template
+from optimizer.api.spec_agent import Environment, Trajectory
+from optimizer.api.spec_config import Endpoint, GEPAConfig, MIPROConfig
+from optimizer.api.spec_rows import Sample, format_prompt
+
+__all__ = [
+    "Endpoint",
+    "Environment",
+    "GEPAConfig",
+    "GenerationStats",
+    "MIPROConfig",
+    "Member",
+    "OptimizationResult",
+    "Sample",
+    "Trajectory",
+    "build_result",
+    "evaluate_template",
+    "format_prompt",
+    "run_gepa",
+    "run_mipro",
+]

@@ -1,0 +1,39 @@
+"""MIPRO as a :class:`~optimizer.runtime.strategy.SearchMethod` (``--method mipro``)."""
+
+from __future__ import annotations
+
+from optimizer.mipro.sampler import load_optuna
+from optimizer.mipro.search import InstructionSource, MiproSearch
+from optimizer.mipro.surface import surface_for
+from optimizer.runtime.deps import SearchDeps
+from optimizer.runtime.strategy import SearchStart
+from schemas import RunConfig, UserError
+
+__all__ = ["MiproMethod"]
+
+
+class MiproMethod:
+    """Instructions x demo sets chosen by a seeded TPE (:class:`MiproSearch`)."""
+
+    def prepare(self, config: RunConfig) -> None:
+        """Fail before the baseline is paid for when the ``[mipro]`` extra (optuna) is missing."""
+        load_optuna()
+
+    def build(self, deps: SearchDeps, start: SearchStart) -> MiproSearch:
+        """The search over the program's template surface, seeded with the baseline's results."""
+        if not isinstance(deps.proposer, InstructionSource):
+            raise UserError(
+                f"--method mipro needs a proposer with instructions(); "
+                f"{type(deps.proposer).__name__} has none"
+            )
+        return MiproSearch(
+            deps,
+            surface=surface_for(start.program),
+            source=deps.proposer,
+            baseline_id=start.baseline_id,
+            baseline_train=start.baseline_train,
+        )
+
+    async def without_search(self, deps: SearchDeps, start: SearchStart) -> str:
+        """Nothing: MIPRO's setup (instructions, demos) is part of its search."""
+        return ""

@@ -1,0 +1,46 @@
+"""The runtime: one run's lifecycle, rollout queue, container client, budget, state and evidence.
+
+It knows no search method: a run is handed a ``Searches`` registry (see ``strategy``).
+"""
+
+from __future__ import annotations
+
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.client import ContainerClient, RetryPolicy
+from optimizer.runtime.deps import ProposerLike, SearchDeps, score_on_train
+from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult
+from optimizer.runtime.embedded import EmbeddedContainer
+from optimizer.runtime.events import EventSink
+from optimizer.runtime.frontier import Frontier, build_frontier, mean_score
+from optimizer.runtime.minibatch import MinibatchSampler
+from optimizer.runtime.promotion import Promotion
+from optimizer.runtime.run import RunResult, run_optimization
+from optimizer.runtime.state import SearchState
+from optimizer.runtime.strategy import Search, Searches, SearchMethod, SearchStart, method_of
+
+__all__ = [
+    "Budget",
+    "ContainerClient",
+    "EmbeddedContainer",
+    "ErrorGate",
+    "EventSink",
+    "Frontier",
+    "MinibatchSampler",
+    "Promotion",
+    "ProposerLike",
+    "RetryPolicy",
+    "RolloutQueue",
+    "RunResult",
+    "Search",
+    "SearchDeps",
+    "SearchMethod",
+    "SearchStart",
+    "SearchState",
+    "Searches",
+    "SeedResult",
+    "build_frontier",
+    "mean_score",
+    "method_of",
+    "run_optimization",
+    "score_on_train",
+]

@@ -1,0 +1,68 @@
+"""A search, as the runtime sees it: the ``searching`` phase behind two small Protocols.
+
+The runtime owns everything around a search (baseline, queue, budget, promotion, evidence)
+and never names a method: it is handed a :data:`Searches` registry (``RunConfig.method`` ->
+:class:`SearchMethod`) by the layer above (:mod:`optimizer.searches`). A third method is a new
+package with one ``SearchMethod`` and one entry in that registry; no runtime file changes.
+
+    method = method_of(searches, config)   # refused at once when the method is unknown
+    method.prepare(config)                 # before any rollout is paid (e.g. an extra missing)
+    reason = await method.build(deps, start).run()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from optimizer.runtime.deps import SearchDeps
+from optimizer.runtime.dispatch import SeedResult
+from schemas import Program, RunConfig, UserError
+
+__all__ = ["Search", "SearchMethod", "SearchStart", "Searches", "method_of"]
+
+
+class Search(Protocol):
+    """One search of one run: runs until its budget or its own criterion stops it."""
+
+    async def run(self) -> str:
+        """Search; returns why it stopped (shown in the events, the report and the evidence)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SearchStart:
+    """Where a search starts: the program, the baseline and its train rollouts (paid already)."""
+
+    program: Program
+    baseline_id: str
+    baseline_train: Mapping[str, SeedResult]
+
+
+class SearchMethod(Protocol):
+    """A method by name: what it checks before the run pays, and the search it builds."""
+
+    def prepare(self, config: RunConfig) -> None:
+        """Raise ``UserError`` when the method cannot run (e.g. its extra is not installed)."""
+        ...
+
+    def build(self, deps: SearchDeps, start: SearchStart) -> Search:
+        """The search over the run's shared parts."""
+        ...
+
+    async def without_search(self, deps: SearchDeps, start: SearchStart) -> str:
+        """What a budget too small to search still does; appended to the stop reason."""
+        ...
+
+
+Searches = Mapping[str, SearchMethod]
+
+
+def method_of(searches: Searches, config: RunConfig) -> SearchMethod:
+    """The method ``config.method`` names; a ``UserError`` naming the known ones otherwise."""
+    method = searches.get(config.method)
+    if method is None:
+        known = ", ".join(sorted(searches)) or "none"
+        raise UserError(f"unknown --method {config.method!r}; this runtime knows: {known}")
+    return method
