@@ -119,17 +119,8 @@ async def _optimize(
     proposer: ProposerLike | None = None,
     on_event: Callable[..., None] | None = None,
 ) -> OptimizationResult:
-    base = config or RunConfig()
-    update: dict[str, Any] = {"method": method}
-    if reflection_model:
-        update.update(reflection_model=reflection_model, reflection_base_url=reflection_base_url)
-    if task_model and container is not None:
-        update["task_model"] = task_model
-    if not (base.max_metric_calls or base.auto):
-        update["auto"] = "light"
-    cfg = base.model_copy(update=update)
-    if not cfg.reflection_model:
-        raise UserError("run_gepa/run_mipro need reflection_model= (or config.reflection_model)")
+    """One run of the keyword style: against ``container`` URLs, or the template served here."""
+    cfg = _api_config(method, config, container, task_model, reflection_model, reflection_base_url)
     async with _Workspace(workspace) as ws:
         if container is not None:
             urls = [container] if isinstance(container, str) else list(container)
@@ -140,14 +131,7 @@ async def _optimize(
                 on_event=on_event,
             )
         else:
-            if template is None:
-                raise UserError("give a PromptTemplate (first argument) or container=URL")
-            if dataset is None:
-                raise UserError(
-                    "give dataset= (a JSONL/JSON/CSV path or a list of rows) or container=URL"
-                )
-            if agent is None and not task_model:
-                raise UserError("give task_model= (the student model) or agent= (your own target)")
+            template = _served_template(template, dataset, agent, task_model)
             target = agent or ChatTarget(
                 model=str(task_model), base_url=task_base_url, api_key_env=task_api_key_env
             )
@@ -174,6 +158,45 @@ async def _optimize(
                 if isinstance(target, ChatTarget):
                     await target.aclose()
         return await build_result(method, template, result, ws)
+
+
+def _api_config(
+    method: Literal["gepa", "mipro"],
+    config: RunConfig | None,
+    container: str | Sequence[str] | None,
+    task_model: str | None,
+    reflection_model: str | None,
+    reflection_base_url: str | None,
+) -> RunConfig:
+    """The run config: ``config`` (or the defaults) with the keyword arguments over it."""
+    base = config or RunConfig()
+    update: dict[str, Any] = {"method": method}
+    if reflection_model:
+        update.update(reflection_model=reflection_model, reflection_base_url=reflection_base_url)
+    if task_model and container is not None:
+        update["task_model"] = task_model
+    if not (base.max_metric_calls or base.auto):
+        update["auto"] = "light"
+    cfg = base.model_copy(update=update)
+    if not cfg.reflection_model:
+        raise UserError("run_gepa/run_mipro need reflection_model= (or config.reflection_model)")
+    return cfg
+
+
+def _served_template(
+    template: PromptTemplate | None,
+    dataset: Any,
+    agent: Callable[..., Any] | None,
+    task_model: str | None,
+) -> PromptTemplate:
+    """Without ``container=``, the template is served here: what that needs, named."""
+    if template is None:
+        raise UserError("give a PromptTemplate (first argument) or container=URL")
+    if dataset is None:
+        raise UserError("give dataset= (a JSONL/JSON/CSV path or a list of rows) or container=URL")
+    if agent is None and not task_model:
+        raise UserError("give task_model= (the student model) or agent= (your own target)")
+    return template
 
 
 def _app(

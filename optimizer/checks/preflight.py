@@ -29,7 +29,7 @@ from optimizer.mipro import load_optuna, surface_for
 from optimizer.runtime.budget import resolve_metric_calls
 from optimizer.runtime.embedded import EmbeddedContainer, module_spec
 from optimizer.runtime.plan import auto_budget_warning, holdout_overlap, plan_run
-from proposer import ProposerConfig, resolve_endpoint
+from proposer import Endpoint, ProposerConfig, resolve_endpoint
 from proposer.external import check_proposer_command
 from schemas import PROTOCOL, Health, Program, RunConfig, UserError
 
@@ -101,7 +101,13 @@ class _Checker:
         return splits is not None and verifier is not None
 
     async def container(self, url: str, token: str | None) -> Program | None:
+        """The container at ``url`` is healthy, speaks our protocol, and serves its program."""
+        if not await self._healthy(url):
+            return None
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return await self._program_of(url, headers)
+
+    async def _healthy(self, url: str) -> bool:
         check = f"container {url}"
         try:
             health = await self.http.get(f"{url}/health", timeout=10.0)
@@ -113,7 +119,7 @@ class _Checker:
                 f"unreachable ({type(exc).__name__}: {exc})",
                 "start it with `gepa-runtime container MODULE --dataset PATH` or fix --container URL",
             )
-            return None
+            return False
         except (ValueError, ValidationError):
             parsed = None
         if parsed is None:
@@ -123,7 +129,7 @@ class _Checker:
                 f"GET /health answered {health.status_code} without a gepa-container/1 body",
                 "point --container at a task container (not another service)",
             )
-            return None
+            return False
         if parsed.protocol != PROTOCOL:
             self.add(
                 check,
@@ -131,8 +137,11 @@ class _Checker:
                 f"speaks {parsed.protocol!r}, this optimizer speaks {PROTOCOL!r}",
                 "upgrade the container or gepa-runtime so both speak the same protocol",
             )
-            return None
+            return False
         self.add(check, True, f"healthy, {PROTOCOL}")
+        return True
+
+    async def _program_of(self, url: str, headers: dict[str, str]) -> Program | None:
         try:
             response = await self.http.get(f"{url}/program", headers=headers, timeout=30.0)
         except httpx.HTTPError as exc:
@@ -265,21 +274,29 @@ class _Checker:
             )
             return
         where = endpoint.base_url or "https://api.openai.com/v1"
-        if not endpoint.local:
-            if not os.environ.get(endpoint.api_key_env):
-                self.add(
-                    "reflection model",
-                    False,
-                    f"{endpoint.model} at {where}: ${endpoint.api_key_env} is not set",
-                    f"export {endpoint.api_key_env}=... (or --reflection-api-key-env NAME)",
-                )
-            else:
-                self.add(
-                    "reflection model",
-                    True,
-                    f"{endpoint.model} at {where} (key from ${endpoint.api_key_env}; not called)",
-                )
-            return
+        if endpoint.local:
+            await self._local_reflection(endpoint, where)
+        else:
+            self._hosted_reflection(endpoint, where)
+
+    def _hosted_reflection(self, endpoint: Endpoint, where: str) -> None:
+        """A hosted model is not called (that would cost): only its key variable is checked."""
+        if not os.environ.get(endpoint.api_key_env):
+            self.add(
+                "reflection model",
+                False,
+                f"{endpoint.model} at {where}: ${endpoint.api_key_env} is not set",
+                f"export {endpoint.api_key_env}=... (or --reflection-api-key-env NAME)",
+            )
+        else:
+            self.add(
+                "reflection model",
+                True,
+                f"{endpoint.model} at {where} (key from ${endpoint.api_key_env}; not called)",
+            )
+
+    async def _local_reflection(self, endpoint: Endpoint, where: str) -> None:
+        """A local server is asked ``GET /models``: it answers, and serves the model named."""
         url = f"{where.rstrip('/')}/models"
         try:
             response = await self.http.get(url, timeout=10.0)

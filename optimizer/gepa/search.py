@@ -430,20 +430,7 @@ class GepaSearch:
         d, best = self._d, self._best_id()
         if best is None or not entry.stackable:
             return False
-
-        def on_best(w: _Waiting) -> bool:
-            return w.stackable and (
-                w.parent_id == best or self._superseded(w.parent_id, w.best_at_start) == best
-            )
-
-        queue = [entry, *(w for w in self._waiting if w is not entry and not w.done)]
-        merged, used = dict(d.state.candidates[best].components), []
-        for w in filter(on_best, queue):
-            parent = d.state.candidates[w.parent_id].components
-            m = merge_components(parent, merged, w.child.components)
-            if m is not None and m != merged:
-                merged = m
-                used.append(w)
+        merged, used = self._replay_on(best, entry)
         if len(used) < 2 or entry not in used:
             return False
         ids = [w.child.candidate_id for w in used]
@@ -458,13 +445,7 @@ class GepaSearch:
         )
         if record is None:
             return False
-        targets: list[str] = []
-        for w in used:
-            scores = d.state.train.get(w.parent_id, {})
-            targets += [s for s in (*w.minibatch, *w.context) if scores.get(s, 1.0) < 1.0]
-        seeds, extension = await self._seeds_for(
-            best, list(dict.fromkeys(targets)), entry.minibatch
-        )
+        seeds, extension = await self._seeds_for(best, self._targets(used), entry.minibatch)
         await d.events.emit(
             "stack",
             {
@@ -482,6 +463,37 @@ class GepaSearch:
             w.done = True
         await self._full_train(record.candidate_id, best)
         return True
+
+    def _replay_on(self, best: str, entry: _Waiting) -> tuple[dict[str, str], list[_Waiting]]:
+        """The waiting children's edits replayed on ``best`` (``entry`` first), and who added one.
+
+        A child counts when it was written on ``best`` or on a best ``best`` replaced, and its
+        three-way merge applies cleanly and changes something.
+        """
+        d = self._d
+
+        def on_best(w: _Waiting) -> bool:
+            return w.stackable and (
+                w.parent_id == best or self._superseded(w.parent_id, w.best_at_start) == best
+            )
+
+        queue = [entry, *(w for w in self._waiting if w is not entry and not w.done)]
+        merged, used = dict(d.state.candidates[best].components), []
+        for w in filter(on_best, queue):
+            parent = d.state.candidates[w.parent_id].components
+            m = merge_components(parent, merged, w.child.components)
+            if m is not None and m != merged:
+                merged = m
+                used.append(w)
+        return merged, used
+
+    def _targets(self, used: Sequence[_Waiting]) -> list[str]:
+        """The failures the stacked children were shown, in order, once each."""
+        targets: list[str] = []
+        for w in used:
+            scores = self._d.state.train.get(w.parent_id, {})
+            targets += [s for s in (*w.minibatch, *w.context) if scores.get(s, 1.0) < 1.0]
+        return list(dict.fromkeys(targets))
 
     def _evidence_seeds(
         self, parent_id: str, rotation: list[str], broken: Sequence[str] = ()
@@ -824,6 +836,23 @@ class GepaSearch:
         if key in d.state.proposals:
             stored = d.state.proposals[key]
             return d.state.candidates.get(stored) if stored else None
+        writing = await self._write(iteration, call)
+        if writing is None:
+            return None
+        try:
+            proposal = writing.result()
+        except ProposerError as exc:
+            d.budget.proposer_cost_usd = d.proposer_cost()
+            reason, message = getattr(exc, "reason", "error"), str(exc)[:500]
+            await self._reject(key, iteration, parents, reason, message)
+            return None
+        d.budget.proposer_cost_usd = d.proposer_cost()
+        return await self._child_of(key, iteration, origin, parents, proposal)
+
+    async def _write(
+        self, iteration: int, call: Callable[[], Awaitable[Proposal]]
+    ) -> asyncio.Future[Proposal] | None:
+        """The proposer's answer, or None when the search stopped first (it could change nothing)."""
         began = self._writing[iteration] = time.monotonic()
         writing = asyncio.ensure_future(call())
         halted = asyncio.ensure_future(self._stopped.wait())
@@ -832,28 +861,40 @@ class GepaSearch:
         finally:
             halted.cancel()
             self._spans[iteration] = (began, time.monotonic())
-        if not writing.done():  # the search stopped meanwhile: its answer could change nothing
+        if not writing.done():
             writing.cancel()
             with contextlib.suppress(asyncio.CancelledError, ProposerError):
                 await writing
             return None
-        try:
-            proposal = writing.result()
-        except ProposerError as exc:
-            d.budget.proposer_cost_usd = d.proposer_cost()
-            d.state.proposals[key] = None
-            await d.events.emit(
-                "proposal_rejected",
-                {
-                    "iteration": iteration,
-                    "parents": list(parents),
-                    "reason": getattr(exc, "reason", "error"),
-                    "message": str(exc)[:500],
-                },
-            )
-            await d.checkpoint()
-            return None
-        d.budget.proposer_cost_usd = d.proposer_cost()
+        return writing
+
+    async def _reject(
+        self, key: str, iteration: int, parents: tuple[str, ...], reason: str, message: str
+    ) -> None:
+        """Log the iteration as one that made no candidate (a resumed run replays that too)."""
+        d = self._d
+        d.state.proposals[key] = None
+        await d.events.emit(
+            "proposal_rejected",
+            {
+                "iteration": iteration,
+                "parents": list(parents),
+                "reason": reason,
+                "message": message,
+            },
+        )
+        await d.checkpoint()
+
+    async def _child_of(
+        self,
+        key: str,
+        iteration: int,
+        origin: Origin,
+        parents: tuple[str, ...],
+        proposal: Proposal,
+    ) -> CandidateRecord | None:
+        """The proposal as a stored candidate: a re-gate of a text seen before, or a new one."""
+        d = self._d
         components = {**d.state.candidates[parents[0]].components, **proposal.components}
         again = next(
             (
@@ -872,17 +913,8 @@ class GepaSearch:
             return d.state.candidates[again]
         if any(c.content_hash == content_hash(components) for c in d.state.candidates.values()):
             # Another worker stored the same text while this one was written.
-            d.state.proposals[key] = None
-            await d.events.emit(
-                "proposal_rejected",
-                {
-                    "iteration": iteration,
-                    "parents": list(parents),
-                    "reason": "duplicate",
-                    "message": "another proposal written at the same time has the same text",
-                },
-            )
-            await d.checkpoint()
+            message = "another proposal written at the same time has the same text"
+            await self._reject(key, iteration, parents, "duplicate", message)
             return None
         record = CandidateRecord(
             run_id=d.run_id,

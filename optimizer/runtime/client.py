@@ -290,19 +290,23 @@ class ContainerClient:
                 if reason == "connection":
                     endpoint.down_until = time.monotonic() + 1.0
             else:
-                message = self._scrubber.text(_error_message(content))
-                if status in (401, 403):
-                    raise UserError(
-                        f"{endpoint.url} refused the token ({status}): pass --token or GEPA_CONTAINER_TOKEN"
-                    )
-                if status not in RETRY_STATUS:
-                    raise ProtocolViolation(f"{where} answered {status}: {message}", status=status)
-                last, reason = f"HTTP {status}: {message}", "status"
+                last, reason = self._unanswered(endpoint.url, where, status, content), "status"
             finally:
                 endpoint.in_flight -= 1
             if attempt < attempts:
                 await asyncio.sleep(self._policy.delay(attempt, self._rng, retry_after))
         raise self._failed(request.seed, attempts, last, reason, status)
+
+    def _unanswered(self, url: str, where: str, status: int, content: bytes | bytearray) -> str:
+        """A non-200 answer: a refused token and other 4xx raise; a retryable one is described."""
+        message = self._scrubber.text(_error_message(content))
+        if status in (401, 403):
+            raise UserError(
+                f"{url} refused the token ({status}): pass --token or GEPA_CONTAINER_TOKEN"
+            )
+        if status not in RETRY_STATUS:
+            raise ProtocolViolation(f"{where} answered {status}: {message}", status=status)
+        return f"HTTP {status}: {message}"
 
     async def _post(
         self, url: str, body: dict[str, Any], held: contextlib.AsyncExitStack

@@ -213,17 +213,7 @@ class RolloutQueue:
             self._budget.reserve(len(fresh) - prebooked, final=final)
         else:
             self._budget.release(prebooked - len(fresh))
-        results: dict[str, SeedResult] = {}
-        cached_trials = []
-        for seed in seeds:
-            if keys[seed] in hits:
-                record = hits[keys[seed]]
-                results[seed] = SeedResult(seed=seed, record=record, cached=True)
-                cached_trials.append(self._trial(candidate_id, seed, record, cached=True))
-        if cached_trials:
-            self._budget.cached += len(cached_trials)
-            await self._workspace.link_trials(self._run_id, cached_trials)
-            await self._emit_trials([(results[t.seed].record, True) for t in cached_trials])
+        results = await self._reuse(candidate_id, seeds, keys, hits)
         if fresh:
             batch = next(self._batches)
             loop = asyncio.get_running_loop()
@@ -250,6 +240,27 @@ class RolloutQueue:
             for seed, record in zip(shared, records, strict=True):
                 results[seed] = SeedResult(seed=seed, record=record, cached=True)
         return {seed: results[seed] for seed in seeds}
+
+    async def _reuse(
+        self,
+        candidate_id: str,
+        seeds: Sequence[str],
+        keys: Mapping[str, str],
+        hits: Mapping[str, RolloutRecord],
+    ) -> dict[str, SeedResult]:
+        """The cache hits among ``seeds``, counted and linked to this run as trials."""
+        results: dict[str, SeedResult] = {}
+        cached_trials = []
+        for seed in seeds:
+            if keys[seed] in hits:
+                record = hits[keys[seed]]
+                results[seed] = SeedResult(seed=seed, record=record, cached=True)
+                cached_trials.append(self._trial(candidate_id, seed, record, cached=True))
+        if cached_trials:
+            self._budget.cached += len(cached_trials)
+            await self._workspace.link_trials(self._run_id, cached_trials)
+            await self._emit_trials([(results[t.seed].record, True) for t in cached_trials])
+        return results
 
     async def cached(
         self, components: Mapping[str, str], seeds: Sequence[str]

@@ -119,18 +119,8 @@ async def build_evidence(
     inputs: EvidenceInputs, workspace: Workspace, queue: RolloutQueue
 ) -> dict[str, Any]:
     """The machine-readable packet (``evidence.json``)."""
-    s, p, promo, seeds = inputs.state, inputs.program, inputs.promotion, inputs.program.seeds
+    s, promo, seeds = inputs.state, inputs.promotion, inputs.program.seeds
     best, base = promo.best_id, inputs.baseline_id
-    frontier = s.frontier
-
-    def scores(cid: str) -> dict[str, float | None]:
-        return {
-            "train": _split_mean(s.train, cid, seeds.train),
-            "val": _split_mean(s.val, cid, seeds.val),
-            "holdout": _split_mean(s.holdout, cid, seeds.holdout),
-        }
-
-    b = inputs.budget
     return {
         "run_id": inputs.run_id,
         "method": inputs.config.get("method", "gepa"),
@@ -139,47 +129,84 @@ async def build_evidence(
         "finished_at": time.time(),
         "stop_reason": inputs.stop_reason,
         "config": dict(inputs.config),
-        "program": {
-            "program_id": p.program_id,
-            "fingerprint": p.fingerprint,
-            "description": p.description,
-            "components": [c.model_dump(mode="json", exclude={"text"}) for c in p.components],
-            "seeds": {
-                "train": len(seeds.train),
-                "val": len(seeds.val),
-                "holdout": len(seeds.holdout),
-            },
-        },
+        "program": _program_section(inputs.program),
         "baseline": {
             "candidate_id": base,
             "components": s.candidates[base].components,
-            **scores(base),
+            **_scores(s, seeds, base),
         },
         "best": {
             "candidate_id": best,
             "components": s.candidates[best].components,
-            **scores(best),
+            **_scores(s, seeds, best),
             "origin": s.candidates[best].origin,
             "parents": s.candidates[best].parents,
             "lineage": _lineage(s, best),
         },
-        "promotion": {
-            "lift": promo.lift,
-            "ci_low": promo.ci_low,
-            "ci_high": promo.ci_high,
-            "n": promo.n,
-            "confidence": 0.95,
-            "min_improvement": promo.min_improvement,
-            "promoted": promo.promoted,
-            "significant": promo.significant,
-            "selection_split": promo.selection_split,
-            "selection_seeds": promo.selection_seeds,
-            "measured_on": "holdout",
-            "holdout_seeds": promo.holdout_seeds,
-            "considered": list(promo.considered),
-            "skipped": list(promo.skipped),
-        },
+        "promotion": _promotion_section(promo),
         "plan": _plan_section(inputs.plan, seeds),
+        **_usage_sections(inputs.budget, inputs.proposer_usage),
+        "frontier": {
+            "coverage": s.frontier.coverage(),
+            "train_seeds": {seed: list(w) for seed, w in s.frontier.winners.items()},
+            "best_scores": dict(s.frontier.best),
+        },
+        "per_seed": _per_seed_section(s, seeds, base, best),
+        "candidates": _candidates_section(s, seeds),
+        "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
+        "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
+        "warnings": list(inputs.warnings),
+        **({"mipro": _mipro_section(s, best)} if "mipro" in s.extra else {}),
+    }
+
+
+def _scores(s: SearchState, seeds: Any, cid: str) -> dict[str, float | None]:
+    """A candidate's mean per split (None where it was not scored)."""
+    return {
+        "train": _split_mean(s.train, cid, seeds.train),
+        "val": _split_mean(s.val, cid, seeds.val),
+        "holdout": _split_mean(s.holdout, cid, seeds.holdout),
+    }
+
+
+def _program_section(p: Program) -> dict[str, Any]:
+    """The program as served, without the component texts (the candidates carry those)."""
+    return {
+        "program_id": p.program_id,
+        "fingerprint": p.fingerprint,
+        "description": p.description,
+        "components": [c.model_dump(mode="json", exclude={"text"}) for c in p.components],
+        "seeds": {
+            "train": len(p.seeds.train),
+            "val": len(p.seeds.val),
+            "holdout": len(p.seeds.holdout),
+        },
+    }
+
+
+def _promotion_section(promo: Promotion) -> dict[str, Any]:
+    """The verdict: the paired holdout lift, its interval, and which seeds chose and measured."""
+    return {
+        "lift": promo.lift,
+        "ci_low": promo.ci_low,
+        "ci_high": promo.ci_high,
+        "n": promo.n,
+        "confidence": 0.95,
+        "min_improvement": promo.min_improvement,
+        "promoted": promo.promoted,
+        "significant": promo.significant,
+        "selection_split": promo.selection_split,
+        "selection_seeds": promo.selection_seeds,
+        "measured_on": "holdout",
+        "holdout_seeds": promo.holdout_seeds,
+        "considered": list(promo.considered),
+        "skipped": list(promo.skipped),
+    }
+
+
+def _usage_sections(b: Budget, proposer_usage: ModelUsage) -> dict[str, Any]:
+    """Rollout counts and usage, student and proposer apart."""
+    return {
         "rollouts": {"paid": b.paid, "cached": b.cached, "errors": b.errors, "retries": b.retries},
         "usage": {
             "student": {
@@ -188,52 +215,43 @@ async def build_evidence(
                 "cost_usd": round(b.student_cost_usd, 6),
                 "rollouts": b.paid,
             },
-            "proposer": inputs.proposer_usage.model_dump(mode="json"),
-            "total_cost_usd": round(b.student_cost_usd + inputs.proposer_usage.cost_usd, 6),
+            "proposer": proposer_usage.model_dump(mode="json"),
+            "total_cost_usd": round(b.student_cost_usd + proposer_usage.cost_usd, 6),
         },
-        "frontier": {
-            "coverage": frontier.coverage(),
-            "train_seeds": {seed: list(w) for seed, w in frontier.winners.items()},
-            "best_scores": dict(frontier.best),
-        },
-        "per_seed": {
-            "train": {
-                sd: {
-                    "baseline": s.train.get(base, {}).get(sd),
-                    "best": s.train.get(best, {}).get(sd),
-                }
-                for sd in seeds.train
-            },
-            "holdout": {
-                sd: {
-                    "baseline": s.holdout.get(base, {}).get(sd),
-                    "best": s.holdout.get(best, {}).get(sd),
-                }
-                for sd in seeds.holdout
-            },
-        },
-        "candidates": [
-            {
-                "candidate_id": cid,
-                "parents": r.parents,
-                "origin": r.origin,
-                **scores(cid),
-                "minibatch": s.minibatch.get(cid),
-                "train_partial": (
-                    {"mean": mean_score(s.partial[cid]), "seeds": len(s.partial[cid])}
-                    if cid in s.partial
-                    else None
-                ),
-                "rationale": r.rationale,
-                "proposer_usage": r.proposer_usage.model_dump(mode="json"),
-            }
-            for cid, r in s.candidates.items()
-        ],
-        "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
-        "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
-        "warnings": list(inputs.warnings),
-        **({"mipro": _mipro_section(s, best)} if "mipro" in s.extra else {}),
     }
+
+
+def _per_seed_section(s: SearchState, seeds: Any, base: str, best: str) -> dict[str, Any]:
+    """Baseline and best side by side on every train and holdout seed."""
+
+    def pairs(table: dict[str, dict[str, float]], names: Sequence[str]) -> dict[str, Any]:
+        return {
+            sd: {"baseline": table.get(base, {}).get(sd), "best": table.get(best, {}).get(sd)}
+            for sd in names
+        }
+
+    return {"train": pairs(s.train, seeds.train), "holdout": pairs(s.holdout, seeds.holdout)}
+
+
+def _candidates_section(s: SearchState, seeds: Any) -> list[dict[str, Any]]:
+    """Every candidate: lineage, scores per split, its gate and its rationale."""
+    return [
+        {
+            "candidate_id": cid,
+            "parents": r.parents,
+            "origin": r.origin,
+            **_scores(s, seeds, cid),
+            "minibatch": s.minibatch.get(cid),
+            "train_partial": (
+                {"mean": mean_score(s.partial[cid]), "seeds": len(s.partial[cid])}
+                if cid in s.partial
+                else None
+            ),
+            "rationale": r.rationale,
+            "proposer_usage": r.proposer_usage.model_dump(mode="json"),
+        }
+        for cid, r in s.candidates.items()
+    ]
 
 
 def _plan_section(plan: RunPlan | None, seeds: Any) -> dict[str, Any]:

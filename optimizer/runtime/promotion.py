@@ -137,22 +137,9 @@ async def select_and_promote(
     events: EventSink,
 ) -> Promotion:
     """Choose the winner on val or train, then compare it with the baseline on holdout."""
-    split = plan.selection_split
     skipped: list[str] = []
-    if split == "val":
-        considered = _val_candidates(state, baseline_id, plan.top_k)
-        for cid in considered:
-            if not await _score(queue, state, cid, plan.val, "val"):
-                skipped.append(cid)
-        rank = {cid: i for i, cid in enumerate(state.order())}
-
-        def key(cid: str) -> tuple[float, float, int]:
-            sel = mean_score(state.val.get(cid, {}), plan.val)
-            train = state.train_mean(cid) or 0.0
-            return (-(sel if sel is not None else -1.0), -train, rank[cid])
-
-        scored = [cid for cid in considered if cid in state.val]
-        best_id = min(scored, key=key) if scored else baseline_id
+    if plan.selection_split == "val":
+        best_id, considered = await _choose_on_val(queue, state, baseline_id, plan, skipped)
         selection_seeds = len(plan.val)
     else:
         best_id = choose_on_train(state, baseline_id)
@@ -172,7 +159,7 @@ async def select_and_promote(
     promotion = Promotion(
         best_id=best_id,
         baseline_id=baseline_id,
-        selection_split=split,
+        selection_split=plan.selection_split,
         lift=lift.lift,
         ci_low=lift.ci_low,
         ci_high=lift.ci_high,
@@ -189,3 +176,26 @@ async def select_and_promote(
     )
     await events.emit("promotion", promotion.as_dict())
     return promotion
+
+
+async def _choose_on_val(
+    queue: RolloutQueue, state: SearchState, baseline_id: str, plan: RunPlan, skipped: list[str]
+) -> tuple[str, list[str]]:
+    """The top train candidates scored on val; the best there wins (train mean breaks ties).
+
+    Candidates that could not be scored are appended to ``skipped``; with none scored the
+    baseline stays.
+    """
+    considered = _val_candidates(state, baseline_id, plan.top_k)
+    for cid in considered:
+        if not await _score(queue, state, cid, plan.val, "val"):
+            skipped.append(cid)
+    rank = {cid: i for i, cid in enumerate(state.order())}
+
+    def key(cid: str) -> tuple[float, float, int]:
+        sel = mean_score(state.val.get(cid, {}), plan.val)
+        train = state.train_mean(cid) or 0.0
+        return (-(sel if sel is not None else -1.0), -train, rank[cid])
+
+    scored = [cid for cid in considered if cid in state.val]
+    return (min(scored, key=key) if scored else baseline_id), considered

@@ -94,6 +94,19 @@ def _warning_lines(warnings: list[str]) -> list[str]:
 
 def render_report(packet: dict[str, Any]) -> str:
     """Markdown report: verdict, scores, diff, lineage, per-seed wins, usage, traces."""
+    out = [
+        *_head_lines(packet),
+        *_candidate_lines(packet),
+        *_frontier_lines(packet),
+        *(_mipro_lines(packet["mipro"]) if "mipro" in packet else []),
+        *_usage_lines(packet["usage"]),
+        *_trace_lines(packet["traces"]),
+    ]
+    return "\n".join(out)
+
+
+def _head_lines(packet: dict[str, Any]) -> list[str]:
+    """Title, verdict, plan, warnings, scores, the prompt diff and the best prompt."""
     best, base = packet["best"], packet["baseline"]
     out = [
         f"# {packet.get('method', 'gepa').upper()} run {packet['run_id']}: "
@@ -127,7 +140,12 @@ def render_report(packet: dict[str, Any]) -> str:
     ]
     for name, text in best["components"].items():
         out += [f"### {name}", "", "```", text, "```", ""]
-    out += ["## Lineage", "", " -> ".join(f"`{c}`" for c in best["lineage"]), ""]
+    return out
+
+
+def _candidate_lines(packet: dict[str, Any]) -> list[str]:
+    """The best's lineage, then every candidate with its scores and rationale."""
+    out = ["## Lineage", "", " -> ".join(f"`{c}`" for c in packet["best"]["lineage"]), ""]
     out += [
         "## Candidates",
         "",
@@ -140,19 +158,20 @@ def render_report(packet: dict[str, Any]) -> str:
             f"| `{c['candidate_id']}` | {c['origin']} | {', '.join(c['parents']) or '-'} | "
             f"{_pct(c['train'])} | {_pct(c['holdout'])} | {why} |"
         )
-    out += [
-        "",
-        "## Per-seed wins on train (Pareto frontier)",
-        "",
-        "| seed | winners |",
-        "|---|---|",
-    ]
+    return out
+
+
+def _frontier_lines(packet: dict[str, Any]) -> list[str]:
+    """Which candidates win each train seed."""
+    out = ["", "## Per-seed wins on train (Pareto frontier)", "", "| seed | winners |", "|---|---|"]
     for seed, winners in packet["frontier"]["train_seeds"].items():
         out.append(f"| {seed} | {', '.join(f'`{w}`' for w in winners) or '-'} |")
-    if "mipro" in packet:
-        out += _mipro_lines(packet["mipro"])
-    usage = packet["usage"]
-    out += [
+    return out
+
+
+def _usage_lines(usage: dict[str, Any]) -> list[str]:
+    """Student and proposer usage, apart."""
+    return [
         "",
         "## Usage",
         "",
@@ -161,11 +180,13 @@ def render_report(packet: dict[str, Any]) -> str:
         f"- proposer: {usage['proposer']['calls']} calls, {usage['proposer']['input_tokens']} in / "
         f"{usage['proposer']['output_tokens']} out tokens, ${usage['proposer']['cost_usd']:.4f}"
         + _unknown(usage["proposer"]),
-        "",
-        "## Representative traces",
-        "",
     ]
-    for trace in packet["traces"]:
+
+
+def _trace_lines(traces: list[dict[str, Any]]) -> list[str]:
+    """A few representative traces of the best, with the baseline's reward beside."""
+    out = ["", "## Representative traces", ""]
+    for trace in traces:
         out += [
             f"### {trace['seed']} ({trace['why']}; best {trace['reward']}, baseline {trace['baseline_reward']})",
             "",
@@ -176,7 +197,7 @@ def render_report(packet: dict[str, Any]) -> str:
             "```",
             "",
         ]
-    return "\n".join(out)
+    return out
 
 
 def _unknown(proposer: dict[str, Any]) -> str:

@@ -101,7 +101,12 @@ RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "
 
 
 def _paths() -> dict[str, Any]:
-    run = [RUN_ID]
+    """Every route of the API, in the order the document lists them."""
+    return {**_run_list_paths(), **_run_paths(), **_rollout_paths(), **_output_paths()}
+
+
+def _run_list_paths() -> dict[str, Any]:
+    """Health, and the collection of runs."""
     return {
         "/api/health": {
             "get": {
@@ -147,6 +152,13 @@ def _paths() -> dict[str, Any]:
                 },
             },
         },
+    }
+
+
+def _run_paths() -> dict[str, Any]:
+    """One run: read, delete, start, cancel, its candidates."""
+    run = [RUN_ID]
+    return {
         "/api/runs/{run_id}": {
             "get": {
                 "summary": "One run",
@@ -184,51 +196,13 @@ def _paths() -> dict[str, Any]:
                 "responses": {"200": {"description": "OK"}, **_errors(401, 404)},
             }
         },
-        "/api/runs/{run_id}/rollouts": {
-            "get": {
-                "summary": "A page of the run's trials (rollouts paid or reused), in order",
-                "parameters": [
-                    RUN_ID,
-                    {
-                        "name": "offset",
-                        "in": "query",
-                        "schema": {"type": "integer", "minimum": 0, "default": 0},
-                    },
-                    {
-                        "name": "limit",
-                        "in": "query",
-                        "schema": {
-                            "type": "integer",
-                            "minimum": 1,
-                            "maximum": 1000,
-                            "default": 100,
-                        },
-                    },
-                ],
-                "responses": {
-                    "200": {
-                        "description": "OK",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {
-                                        "rollouts": {
-                                            "type": "array",
-                                            "items": {"$ref": REF.format(model="TrialView")},
-                                        },
-                                        "offset": {"type": "integer"},
-                                        "limit": {"type": "integer"},
-                                        "total": {"type": "integer"},
-                                    },
-                                }
-                            }
-                        },
-                    },
-                    **_errors(400, 401, 404),
-                },
-            }
-        },
+    }
+
+
+def _rollout_paths() -> dict[str, Any]:
+    """The run's trials, a page at a time, and one rollout with its trace."""
+    return {
+        "/api/runs/{run_id}/rollouts": _trial_page(),
         "/api/runs/{run_id}/rollouts/{rollout_id}": {
             "get": {
                 "summary": "One rollout with its trace",
@@ -244,6 +218,62 @@ def _paths() -> dict[str, Any]:
                 "responses": {"200": _json("RolloutRecord"), **_errors(401, 404)},
             }
         },
+    }
+
+
+def _trial_page() -> dict[str, Any]:
+    """``GET /api/runs/{run_id}/rollouts``: a page of trials with its offset and total."""
+    return {
+        "get": {
+            "summary": "A page of the run's trials (rollouts paid or reused), in order",
+            "parameters": [
+                RUN_ID,
+                {
+                    "name": "offset",
+                    "in": "query",
+                    "schema": {"type": "integer", "minimum": 0, "default": 0},
+                },
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "schema": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 1000,
+                        "default": 100,
+                    },
+                },
+            ],
+            "responses": {
+                "200": {
+                    "description": "OK",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "rollouts": {
+                                        "type": "array",
+                                        "items": {"$ref": REF.format(model="TrialView")},
+                                    },
+                                    "offset": {"type": "integer"},
+                                    "limit": {"type": "integer"},
+                                    "total": {"type": "integer"},
+                                },
+                            }
+                        }
+                    },
+                },
+                **_errors(400, 401, 404),
+            },
+        }
+    }
+
+
+def _output_paths() -> dict[str, Any]:
+    """What a run produced: its evidence packet and its event stream."""
+    run = [RUN_ID]
+    return {
         "/api/runs/{run_id}/evidence": {
             "get": {
                 "summary": "The evidence packet (evidence.json) of a completed run",
