@@ -72,6 +72,13 @@ async def _evidence(ws: Workspace, run_id: str) -> dict[str, Any] | None:
     return json.loads(await ws.read_file(run_id, "evidence.json"))  # type: ignore[no-any-return]
 
 
+def _proposer(cfg: dict[str, Any]) -> str:
+    """What writes the proposals: a reflection model or an external command."""
+    if cfg.get("proposer_command"):
+        return f"proposer command {cfg['proposer_command']}"
+    return f"reflection {cfg.get('reflection_model')}"
+
+
 def _score(value: Any) -> str:
     return "-" if value is None else f"{float(value):.3f}"
 
@@ -137,9 +144,7 @@ def _show(args: argparse.Namespace) -> int:
     print(
         f"  source:   {', '.join(cfg.get('containers') or []) or 'module ' + str(cfg.get('module'))}"
     )
-    print(
-        f"  models:   reflection {cfg.get('reflection_model')}, task {cfg.get('task_model') or '(container default)'}"
-    )
+    print(f"  models:   {_proposer(cfg)}, task {cfg.get('task_model') or '(container default)'}")
     print(
         f"  budget:   {b['paid']} paid / {b['limit'] or 'no limit'}, {b['cached']} cached, {b['errors']} errors, ${b['cost_usd']:.4f}"
     )

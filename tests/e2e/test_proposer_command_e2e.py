@@ -102,3 +102,13 @@ def test_a_scripted_agent_is_refused_once_then_its_candidate_is_promoted(tmp_pat
         (root / "runs" / run.run_id / "report.md").read_bytes(),
     ]
     assert not any(AGENT_TOKEN.encode() in blob or HIDDEN_KEY.encode() in blob for blob in stored)
+
+    # `runs show` names the command that wrote the proposals, not a reflection model of None.
+    shown = subprocess.run(
+        [sys.executable, "-m", "optimizer.cli", "runs", "show", run.run_id,
+         "--workspace", str(root)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "proposer command" in shown.stdout and "scripted_agent.py" in shown.stdout
+    assert "reflection None" not in shown.stdout
