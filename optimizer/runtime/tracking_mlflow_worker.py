@@ -9,6 +9,7 @@ MLflow record, which the run's own evidence packet does not need.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -114,6 +115,9 @@ class MlflowWorker:
 
 
 def _client(uri: str) -> Any:
+    # MLflow prints "View run ... at URL" on stdout when a run ends, among the CLI's result
+    # lines; the run's MLflow id is in runs/<id>/mlflow.json.
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     from mlflow import MlflowClient  # imported here: it takes a second, off the event loop
 
     return MlflowClient(tracking_uri=uri)

@@ -103,7 +103,11 @@ async def _cancelled_mid_search(config: RunConfig, root: Path) -> str:
 
 
 async def test_a_run_is_tracked_in_mlflow_and_its_resume_continues_the_same_mlflow_run(
-    tmp_path: Path, reflection_url: str, tracking_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    reflection_url: str,
+    tracking_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("GEPA_TEST_MLFLOW_KEY", SECRET)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "gepa-e2e-resume")
@@ -119,6 +123,8 @@ async def test_a_run_is_tracked_in_mlflow_and_its_resume_continues_the_same_mlfl
         stored = json.loads((root / "runs" / run_id / STATE_FILE).read_text())
         result = await run_optimization(config, workspace=root, run_id=run_id)
 
+    # MLflow's "View run ... at URL" lines stay out of the CLI's stdout (its result lines).
+    assert "View run" not in capfd.readouterr().out
     # The cancelled run was its own MLflow run, marked killed, with its id kept in the workspace.
     assert first.info.status == "KILLED"
     assert first.info.run_name == run_id and first.data.tags["gepa.run_id"] == run_id
