@@ -48,9 +48,9 @@ class StudentClients:
 
     def resolve(self, model: str) -> tuple[AsyncOpenAI, str]:
         """The client for ``model``'s endpoint and the model name to send to it."""
-        # OPENAI_BASE_URL is the OpenAI endpoint's: an openrouter/ name goes to OpenRouter.
-        base = None if model.startswith("openrouter/") else self._base_url
-        route = route_model(model, base_url=base)
+        # The container's base URL is the OpenAI endpoint's: openrouter/ and ollama/ names
+        # go to their own endpoints.
+        route = route_model(model, default_base_url=self._base_url)
         slot = (route.base_url, route.api_key_env)
         client = self._clients.get(slot)
         if client is None:

@@ -42,7 +42,6 @@ __all__ = [
     "resolve_endpoint",
 ]
 
-_OWN_ENDPOINTS = ("openrouter/", "ollama/", "ollama_chat/")  # prefixes with a URL of their own
 # Reasoning models take max_completion_tokens (which also counts hidden reasoning tokens)
 # and only their default temperature.
 _REASONING = re.compile(r"^(o\d|gpt-5)")
@@ -71,10 +70,12 @@ def resolve_endpoint(config: ProposerConfig, environ: Mapping[str, str] | None =
     client's own rule, as LiteLLM's): said here so checks and defaults see the real endpoint.
     """
     env = os.environ if environ is None else environ
-    base_url = config.base_url
-    if base_url is None and not config.model.startswith(_OWN_ENDPOINTS):
-        base_url = env.get("OPENAI_BASE_URL") or None
-    route = route_model(config.model, base_url=base_url, api_key_env=config.api_key_env)
+    route = route_model(
+        config.model,
+        base_url=config.base_url,
+        default_base_url=env.get("OPENAI_BASE_URL") or None,
+        api_key_env=config.api_key_env,
+    )
     return Endpoint(route.base_url, route.model, route.api_key_env, local=route.local)
 
 

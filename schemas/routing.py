@@ -38,6 +38,7 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 OPENROUTER_KEY_ENV = "OPENROUTER_API_KEY"
 OLLAMA_URL = "http://localhost:11434/v1"
+_OWN_ENDPOINTS = ("openrouter", "ollama", "ollama_chat")  # prefixes with a URL of their own
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 # LiteLLM providers with APIs of their own: reachable here only through OpenRouter or a proxy.
 _FOREIGN = {
@@ -63,14 +64,23 @@ def is_local_url(url: str | None) -> bool:
 
 
 def route_model(
-    model: str, *, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV
+    model: str,
+    *,
+    base_url: str | None = None,
+    default_base_url: str | None = None,
+    api_key_env: str = DEFAULT_KEY_ENV,
 ) -> ModelRoute:
     """Apply the prefix rules of the module docstring to ``model``.
 
-    ``api_key_env`` is the variable the caller was told to read; an ``openrouter/`` model
-    switches the default one to ``OPENROUTER_API_KEY`` (OpenRouter has its own key).
+    ``base_url`` was given for this model and wins; ``default_base_url`` (the OpenAI
+    endpoint's, e.g. ``OPENAI_BASE_URL``) applies only to a model whose prefix has no
+    endpoint of its own (not ``openrouter/``, ``ollama/``). ``api_key_env`` is the variable
+    the caller was told to read; an ``openrouter/`` model switches the default one to
+    ``OPENROUTER_API_KEY`` (OpenRouter has its own key).
     """
     prefix, _, rest = model.partition("/")
+    if base_url is None and not (prefix in _OWN_ENDPOINTS and rest):
+        base_url = default_base_url
     if prefix == "openrouter" and rest:
         base_url = base_url or OPENROUTER_URL
         if api_key_env == DEFAULT_KEY_ENV:

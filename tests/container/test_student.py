@@ -38,6 +38,16 @@ async def test_policy_models_are_routed_by_prefix(monkeypatch) -> None:
     assert routed.raw[0].headers["authorization"] == "Bearer sk-or-student"
 
 
+async def test_an_ollama_policy_goes_to_ollama_not_to_the_containers_base_url() -> None:
+    ollama = Script(completion("4"))
+    target = ChatTarget(model="student", base_url="http://127.0.0.1:8012/v1")
+    with respx.mock(assert_all_called=True) as router:
+        router.post("http://localhost:11434/v1/chat/completions").mock(side_effect=ollama)
+        await _ask(target, "ollama/llama3")
+        await target.aclose()
+    assert ollama.requests[0]["model"] == "llama3"
+
+
 async def test_a_missing_openrouter_key_names_the_variable(monkeypatch) -> None:
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     target = ChatTarget(model="student", base_url="http://127.0.0.1:8012/v1")
