@@ -65,6 +65,8 @@ class RunConfig(BaseModel):
     max_error_rate: float = Field(default=0.25, ge=0, le=1)
     retry_base_delay_s: float = Field(default=0.5, ge=0)
     max_idle_iterations: int = Field(default=20, ge=1)
+    # GEPA stops when this many proposals in a row found no better train mean (0: never).
+    patience: int = Field(default=12, ge=0)
     # MIPRO (--method mipro): the search space and how often the best is re-scored.
     num_instructions: int = Field(default=6, ge=1, le=50)
     num_demo_sets: int = Field(default=6, ge=1, le=50)

@@ -165,6 +165,13 @@ FLAGS: tuple[Flag, ...] = (
         int,
     ),
     Flag(
+        "--patience",
+        "patience",
+        "gepa: stop after this many proposals in a row without a better train mean "
+        "(default 12; 0 never stops early)",
+        int,
+    ),
+    Flag(
         "--num-instructions",
         "num_instructions",
         "mipro: instruction candidates, the baseline's included (default 6)",

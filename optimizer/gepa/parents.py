@@ -15,13 +15,22 @@ from optimizer.runtime.frontier import Frontier
 __all__ = ["ancestors", "common_ancestor", "complementary_pairs", "sample_parent"]
 
 
-def sample_parent(frontier: Frontier, rng: random.Random) -> str:
-    """Pick a parent with probability proportional to the seeds it wins."""
+def sample_parent(
+    frontier: Frontier, rng: random.Random, repeats: Mapping[str, int] | None = None
+) -> str:
+    """Pick a parent with probability proportional to the seeds it wins.
+
+    ``repeats`` counts, per candidate, the proposals written on it that only repeated a
+    known text: each halves its weight. A parent whose failures its children already
+    address keeps drawing the same edit from the reflection model (a frontier member that
+    wins a few seeds by noise, say); the next reflection call is better spent elsewhere.
+    """
     wins = frontier.wins()
     if not wins:
         raise ValueError("the frontier is empty: evaluate the baseline first")
-    ids = list(wins)
-    return rng.choices(ids, weights=[len(wins[cid]) for cid in ids], k=1)[0]
+    ids, seen = list(wins), repeats or {}
+    weights = [len(wins[cid]) / 2 ** seen.get(cid, 0) for cid in ids]
+    return rng.choices(ids, weights=weights, k=1)[0]
 
 
 def ancestors(parents: Mapping[str, Sequence[str]], candidate_id: str) -> frozenset[str]:

@@ -87,6 +87,29 @@ def _rewards(results: Mapping[str, SeedResult]) -> dict[str, float | None]:
     return {s: r.reward for s, r in results.items()}
 
 
+def failure_kind(seed: str, feedback: str) -> str:
+    """What a failure is about: its feedback (whitespace aside), or the seed when it has none.
+
+    Only identical feedback groups: feedback that quotes the seed's own input or an id keeps
+    each failure its own kind, as before, and numbers are not masked (``expected 42`` and
+    ``expected 41`` are different failures).
+    """
+    text = " ".join(feedback.split())[:500]
+    return f"feedback:{text}" if text else seed
+
+
+def one_of_each(seeds: Sequence[str], kind: Mapping[str, str]) -> list[str]:
+    """``seeds`` reordered so that the first seed of every kind comes before any repeat."""
+    firsts: list[str] = []
+    repeats: list[str] = []
+    seen: set[str] = set()
+    for s in seeds:
+        k = kind.get(s, s)
+        (repeats if k in seen else firsts).append(s)
+        seen.add(k)
+    return firsts + repeats
+
+
 def _scored(results: Mapping[str, SeedResult]) -> dict[str, float]:
     return {s: r.reward for s, r in results.items() if r.reward is not None}
 
@@ -119,11 +142,15 @@ class GepaSearch:
         self._merge_due = False
         self._merges = 0
         self._idle = 0
+        self._best_mean: float | None = None  # the best train mean when last improved
+        self._since_better = 0  # proposals written since then (``_count_toward_patience``)
         self._stop: str | None = None
         self._stopped = asyncio.Event()  # set with _stop: pending reflection calls give up
         self._gating: set[str] = set()  # candidates being gated or scored right now
         self._gates: Counter[str] = Counter()  # gates each candidate went through
-        self._shown: Counter[str] = Counter()  # failing seeds shown to proposals in flight
+        self._shown: Counter[str] = Counter()  # failing seeds and kinds shown to those in flight
+        self._repeats: Counter[str] = Counter()  # proposals on a parent that repeated a text
+        self._kinds: dict[str, dict[str, str]] = {}  # parent -> failing seed -> failure kind
         self._pending: set[asyncio.Task[None]] = set()  # children being accepted
         # Accepted children that broke seeds their parent passed without beating it: the next
         # free worker builds on one of them, shown the seeds it broke (``_follow_up``).
@@ -144,6 +171,8 @@ class GepaSearch:
             asyncio.create_task(self._worker())
             for _ in range(max(1, self._d.config.proposals_in_flight or 1))
         ]
+        best = self._d.state.best()
+        self._best_mean = best[1] if best else None
         try:
             await asyncio.gather(*workers)
             while self._pending:  # children still being accepted in the background
@@ -157,9 +186,11 @@ class GepaSearch:
         while self._stop is None:
             try:
                 made = await self._step()
-                if made is None or (not made and self._pending):
-                    # Waited, or repeated a fix still being accepted: the search is not stuck.
+                if made is None:  # it only waited
                     continue
+                self._count_toward_patience()
+                if not made and self._pending:
+                    continue  # repeated a fix still being accepted: the search is not stuck
                 self._idle = 0 if made else self._idle + 1
                 if self._idle >= self._d.config.max_idle_iterations:
                     self._halt(
@@ -168,6 +199,27 @@ class GepaSearch:
                     )
             except BudgetExhausted as exc:
                 self._halt(str(exc))
+
+    def _count_toward_patience(self) -> None:
+        """One more proposal written; stop after ``patience`` in a row found nothing better.
+
+        Counted when a proposal is written, reset when the best train mean rises (a child
+        accepted in the background counts for the proposals written meanwhile). A search
+        whose best has stopped moving would otherwise spend the rest of its budget on
+        reflections and gates that change nothing.
+        """
+        best = self._d.state.best()
+        mean = best[1] if best else None
+        if mean is not None and (self._best_mean is None or mean > self._best_mean):
+            self._best_mean, self._since_better = mean, 0
+            return
+        self._since_better += 1
+        patience = self._d.config.patience
+        if patience and self._since_better >= patience:
+            self._halt(
+                f"no better candidate in the last {self._since_better} proposals "
+                f"(--patience {patience}; the best train mean stayed {self._best_mean:.3f})"
+            )
 
     def _halt(self, reason: str) -> None:
         """Stop the search (the first reason wins); reflections still pending are dropped."""
@@ -241,7 +293,7 @@ class GepaSearch:
                 parent_id = next(iter(self._follow))
                 broken = self._follow.pop(parent_id)
             else:
-                parent_id = sample_parent(self._d.state.frontier, self._d.rng)
+                parent_id = sample_parent(self._d.state.frontier, self._d.rng, self._repeats)
                 broken = []
             minibatch = self._sampler.next()
             best_at_start = self._best_id()
@@ -259,10 +311,10 @@ class GepaSearch:
         best_at_start: str | None,
         broken: Sequence[str] = (),
     ) -> bool | None:
+        await self._learn_kinds(parent_id)
         async with self._lock:
             minibatch, context = self._evidence_seeds(parent_id, rotation, broken)
-            scores = self._d.state.train.get(parent_id, {})
-            shown = [s for s in (*minibatch, *context) if scores.get(s, 1.0) < 1.0]
+            shown = self._failure_kinds(parent_id, (*minibatch, *context))
             if shown and self._pending and all(self._shown[s] > 0 for s in shown):
                 # Every failure it could be shown is being fixed already and a child waits to
                 # be accepted: wait for the new best rather than pay for the same fix again.
@@ -332,8 +384,7 @@ class GepaSearch:
         # In flight: the child waits its turn to be gated and accepted in the background while
         # this worker writes its next proposal; every failure it was shown stays marked (its
         # edit may fix any of them), so the next proposals are shown other failures.
-        parent_scores = d.state.train.get(parent_id, {})
-        targets = [s for s in (*minibatch, *context) if parent_scores.get(s, 1.0) < 1.0]
+        targets = self._failure_kinds(parent_id, (*minibatch, *context))
         self._shown.update(targets)
         task = asyncio.create_task(self._settle(accept, targets))
         self._pending.add(task)
@@ -512,12 +563,15 @@ class GepaSearch:
         size = len(rotation)
         failing = [s for s in self._d.state.train_seeds if scores.get(s, 1.0) < 1.0]
         self._d.rng.shuffle(failing)
-        failing.sort(key=lambda s: self._shown[s] > 0)  # stable: one in flight is unchanged
+        kind = self._kinds.get(parent_id, {})
+        shown = {s: (self._shown[kind.get(s, s)] > 0, self._shown[s] > 0) for s in failing}
+        failing = one_of_each(failing, kind)  # stable sorts below: varied kinds come first
+        failing.sort(key=lambda s: shown[s])  # unshown kinds, then unshown seeds of shown ones
         failing.sort(key=lambda s: s not in broken)  # a follow-up is shown what its edit broke
-        fresh = [s for s in failing if not self._shown[s]]
+        fresh = [s for s in failing if not any(shown[s])]
         chosen = failing[: min(len(failing), -(-size // 2))]
         passing = [s for s in rotation if s not in failing]
-        rest = passing + [s for s in rotation if s not in passing and s not in chosen]
+        rest = passing + [s for s in failing if s not in chosen]  # failing: fresh kinds first
         minibatch = chosen + rest[: size - len(chosen)]
         pool = [s for s in (fresh or failing) if s not in minibatch]
         cap = CONTEXT_PER_MINIBATCH * size
@@ -525,6 +579,29 @@ class GepaSearch:
         if workers > 1:  # a fair share of the failures each, so siblings fix different things
             cap = min(cap, max(size, len(failing) // workers) - len(chosen))
         return minibatch, pool[: max(0, cap)]
+
+    async def _learn_kinds(self, parent_id: str) -> None:
+        """Group the parent's train failures by their verifier feedback (from the cache, free).
+
+        Failures with the same feedback (digits aside) are one failure kind: the same fix
+        repairs them all. Proposals written at the same time are shown different kinds, so
+        they write different fixes rather than one fix twice.
+        """
+        d = self._d
+        scores = d.state.train.get(parent_id)
+        if scores is None or parent_id in self._kinds:
+            return
+        failing = [s for s in d.state.train_seeds if scores.get(s, 1.0) < 1.0]
+        found = await d.queue.cached(d.state.candidates[parent_id].components, failing)
+        self._kinds[parent_id] = {
+            seed: failure_kind(seed, r.record.feedback) for seed, r in found.items()
+        }
+
+    def _failure_kinds(self, parent_id: str, seeds: Sequence[str]) -> list[str]:
+        """The parent's failing ``seeds`` and their kinds, once each: what ``_shown`` marks."""
+        scores, kind = self._d.state.train.get(parent_id, {}), self._kinds.get(parent_id, {})
+        failing = [s for s in seeds if scores.get(s, 1.0) < 1.0]
+        return list(dict.fromkeys([*failing, *(kind.get(s, s) for s in failing)]))
 
     async def _seeds_for(
         self, parent_id: str, targets: Sequence[str], rotation: list[str]
@@ -874,6 +951,8 @@ class GepaSearch:
         """Log the iteration as one that made no candidate (a resumed run replays that too)."""
         d = self._d
         d.state.proposals[key] = None
+        if reason == "duplicate" and len(parents) == 1:
+            self._repeats[parents[0]] += 1
         await d.events.emit(
             "proposal_rejected",
             {

@@ -96,3 +96,12 @@ def test_merges_never_pair_a_candidate_with_its_own_ancestor() -> None:
     pairs = complementary_pairs(f, LINEAGE)
     assert ("a", "a2") not in pairs and ("a2", "a") not in pairs
     assert {frozenset(p) for p in pairs} == {frozenset({"a", "b"}), frozenset({"a2", "b"})}
+
+
+def test_a_parent_whose_proposals_only_repeat_known_texts_is_drawn_less() -> None:
+    scores = {"a": {"s1": 1, "s2": 1, "s3": 1, "s4": 0}, "b": {"s1": 0, "s2": 0, "s3": 0, "s4": 1}}
+    f = build_frontier(scores, SEEDS, ["a", "b"])
+    rng = random.Random(5)
+    draws = Counter(sample_parent(f, rng, {"a": 2}) for _ in range(4000))
+    # a wins 3 seeds but two proposals on it repeated a known text: weight 3/4 against b's 1.
+    assert 0.39 < draws["a"] / 4000 < 0.47

@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
-from optimizer.gepa.search import CONTEXT_PER_MINIBATCH, MAX_REGATES, GepaSearch
+from optimizer.gepa.search import (
+    CONTEXT_PER_MINIBATCH,
+    MAX_REGATES,
+    GepaSearch,
+    failure_kind,
+    one_of_each,
+)
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.deps import SearchDeps
 from optimizer.runtime.events import EventSink
@@ -470,3 +476,71 @@ async def _three_on_the_baseline(
     )
     await releaser
     return events
+
+
+async def test_proposals_in_flight_are_shown_different_kinds_of_failure(tmp_path: Path) -> None:
+    # Two train seeds per label fail with the same feedback ("expected <label>"): one fix
+    # repairs both. Siblings shown different seeds of one label would write one fix twice.
+    labels = [f"{name}{i}" for name in ("ant", "bee", "cat") for i in range(4)]
+    container, proposer = RuleContainer(program(labels)), ScriptedProposer()
+    first, second = proposer.hold(1), proposer.hold(2)
+
+    async def release_when_both_asked() -> None:
+        while len(proposer.seen) < 2:
+            await asyncio.sleep(0.01)
+        first.set()
+        second.set()
+
+    watcher = asyncio.create_task(release_when_both_asked())
+    await _run(tmp_path, container, proposer, proposals_in_flight=2, max_metric_calls=150)
+    await asyncio.wait_for(watcher, 5)
+    a, b = (
+        {e.feedback for e in r.evaluations + r.train_evaluations if e.reward == 0.0}
+        for r in proposer.seen[:2]
+    )
+    assert len(a) >= 3 and len(b) >= 3
+    assert not a & b  # 12 kinds of failure are enough for two disjoint views
+
+
+async def test_the_search_stops_when_proposals_stop_improving_the_best(tmp_path: Path) -> None:
+    # Every proposal adds a new line that fixes nothing: new candidates, never a better one.
+    container = RuleContainer(program(LABELS))
+    proposer = ScriptedProposer(pick=lambda labels, n: f"zzz{n}")
+    events: list[Event] = []
+    result = await _run(
+        tmp_path,
+        container,
+        proposer,
+        events,
+        proposals_in_flight=1,
+        patience=4,
+        max_idle_iterations=50,
+    )
+    reason = result.evidence["stop_reason"]
+    assert "no better candidate in the last 4 proposals" in reason and "--patience 4" in reason
+    assert len(proposer.seen) == 4
+    # Off (0), the same run goes on until the idle rule or the budget ends it.
+    other = tmp_path / "off"
+    other.mkdir()
+    container2 = RuleContainer(program(LABELS))
+    proposer2 = ScriptedProposer(pick=lambda labels, n: f"zzz{n}")
+    result2 = await _run(
+        other,
+        container2,
+        proposer2,
+        proposals_in_flight=1,
+        patience=0,
+        max_idle_iterations=50,
+        max_metric_calls=120,
+    )
+    assert "patience" not in result2.evidence["stop_reason"] and len(proposer2.seen) > 4
+
+
+def test_failures_with_the_same_feedback_are_one_kind() -> None:
+    a = failure_kind("s1", "routed to billing, expected refunds")
+    assert a == failure_kind("s2", "routed to billing,\n expected refunds ")
+    assert a != failure_kind("s3", "routed to billing, expected invoices")
+    assert failure_kind("s5", "expected 42") != failure_kind("s6", "expected 41")
+    assert failure_kind("s4", "  ") == "s4"  # no feedback: the seed is its own kind
+    kinds = {"x1": "k1", "x2": "k1", "y1": "k2"}
+    assert one_of_each(["x1", "x2", "y1", "z"], kinds) == ["x1", "y1", "z", "x2"]
