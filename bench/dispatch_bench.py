@@ -8,6 +8,7 @@ P2: the latency sweep: a container answering in 0, 10, 50 and 100 ms, concurrenc
     at concurrency 32), and the wall time against the ideal N*L/C where latency > 0.
 
 Run: .venv/bin/python bench/dispatch_bench.py [--n 2000] [--concurrency 16] [--sweep-n 1500]
+CPU per rollout without a server, and where it goes: bench/dispatch_profile.py.
 """
 
 from __future__ import annotations
@@ -132,7 +133,9 @@ async def main() -> None:
     )
     parser.add_argument("--n", type=int, default=2000, help="rollouts for P1")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrency for P1")
-    parser.add_argument("--sweep-n", type=int, default=1500, help="rollouts a point for P2")
+    parser.add_argument(
+        "--sweep-n", type=int, default=1500, help="rollouts a point for P2 (0: P1 only)"
+    )
     args = parser.parse_args()
 
     with noop_container(0.0) as url:
@@ -147,7 +150,8 @@ async def main() -> None:
     )
     print(f"   ratio           : {queue_rate / raw_rate:8.2f}   (target >= 0.80)")
 
-    await sweep(args.sweep_n)
+    if args.sweep_n > 0:
+        await sweep(args.sweep_n)
 
 
 async def sweep(n: int) -> None:
