@@ -56,7 +56,10 @@ PROGRAM = Program.model_validate(
 )
 
 
-def _answer(request: httpx.Request) -> httpx.Response:
+async def _answer(request: httpx.Request) -> httpx.Response:
+    # A socket makes the caller wait for the answer at least once: yield as it would, so
+    # rollouts finish interleaved and the queue commits batches of realistic size.
+    await asyncio.sleep(0)
     json.loads(request.content)  # the container reads the body too
     return httpx.Response(200, content=REPLY, headers={"content-type": "application/json"})
 
