@@ -28,6 +28,7 @@ import httpx
 from pydantic import ValidationError
 
 from optimizer.runtime.bodies import BodyReader, ParsedRollout, RolloutBody
+from optimizer.runtime.lanes import LaneTransport, env_proxies, lane_extensions
 from schemas import (
     DEFAULT_REWARD_RANGE,
     PROTOCOL,
@@ -155,11 +156,14 @@ class ContainerClient:
         # the token (or of any credential) is masked there.
         self._scrubber = Scrubber([token], min_chars=4)
         self._owns_http = http is None
+        limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        # A pool per queue worker (see optimizer.runtime.lanes), unless the environment
+        # names a proxy, which only httpx's own transport applies.
+        transport = None if env_proxies() else LaneTransport(limits)
         self._http = http or httpx.AsyncClient(
-            timeout=self._timeout,
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
+            timeout=self._timeout, limits=limits, transport=transport
         )
 
     @property
@@ -249,12 +253,15 @@ class ContainerClient:
         *,
         reward_range: tuple[float, float] = DEFAULT_REWARD_RANGE,
         trace_cap_bytes: int | None = None,
+        lane: int | None = None,
     ) -> tuple[RolloutOutcome | None, int]:
         """Run one rollout with retries. Returns ``(outcome, retries)``.
 
-        ``request`` may come encoded already (the queue encodes a candidate once for all
-        its seeds: :class:`~optimizer.runtime.bodies.CandidateBody`). ``reward_range`` is the program's; ``trace_cap_bytes`` (the workspace's) shrinks a
-        bigger trace before it is kept. Raises ``RolloutFailed`` after the last attempt,
+        ``request`` may come encoded (the queue encodes a candidate once for all its
+        seeds: :class:`~optimizer.runtime.bodies.CandidateBody`). ``reward_range`` is the
+        program's; ``trace_cap_bytes`` (the workspace's) shrinks a bigger trace before it
+        is kept; ``lane``, a queue worker's index, picks that worker's connection pool
+        (:mod:`optimizer.runtime.lanes`). Raises ``RolloutFailed`` after the last attempt,
         ``InvalidRollout`` for a 200 that cannot be scored, ``ProtocolViolation`` on another
         4xx, ``UserError`` when the token is refused.
         """
@@ -270,7 +277,7 @@ class ContainerClient:
             try:
                 async with contextlib.AsyncExitStack() as held:
                     status, content, complete, retry_after = await self._post(
-                        endpoint, body.content, held
+                        endpoint, body.content, held, lane
                     )
                     if status == 200:
                         endpoint.failures = 0
@@ -287,15 +294,7 @@ class ContainerClient:
                             body_bytes=len(content),
                         ), attempt - 1
             except httpx.HTTPError as exc:
-                reason, last, status, retry_after = (
-                    self._fault(exc),
-                    _describe_error(exc),
-                    None,
-                    None,
-                )
-                endpoint.failures += 1
-                if reason == "connection":
-                    endpoint.down_until = time.monotonic() + 1.0
+                (reason, last), status, retry_after = self._broken(endpoint, exc), None, None
             else:
                 last, reason = self._unanswered(endpoint.url, where, status, content), "status"
             finally:
@@ -303,6 +302,15 @@ class ContainerClient:
             if attempt < attempts:
                 await asyncio.sleep(self._policy.delay(attempt, self._rng, retry_after))
         raise self._failed(body.seed, attempts, last, reason, status)
+
+    def _broken(self, endpoint: _Endpoint, exc: httpx.HTTPError) -> tuple[str, str]:
+        """A request that got no answer: (failure kind, description); a refused or dropped
+        connection rests the endpoint for a second."""
+        reason = self._fault(exc)
+        endpoint.failures += 1
+        if reason == "connection":
+            endpoint.down_until = time.monotonic() + 1.0
+        return reason, _describe_error(exc)
 
     def _unanswered(self, url: str, where: str, status: int, content: bytes | bytearray) -> str:
         """A non-200 answer: a refused token and other 4xx raise; a retryable one is described."""
@@ -316,7 +324,7 @@ class ContainerClient:
         return f"HTTP {status}: {message}"
 
     async def _post(
-        self, endpoint: _Endpoint, body: bytes, held: contextlib.AsyncExitStack
+        self, endpoint: _Endpoint, body: bytes, held: contextlib.AsyncExitStack, lane: int | None
     ) -> tuple[int, bytearray, bool, float | None]:
         """``POST /rollout`` read as a stream: status, (capped) body, complete?, Retry-After.
 
@@ -329,7 +337,7 @@ class ContainerClient:
             endpoint.rollout_url,
             content=body,
             headers=self._rollout_headers,
-            extensions=self._rollout_extensions,
+            extensions=lane_extensions(self._rollout_extensions, lane),
         )
         response = await self._http.send(request, stream=True)
         try:

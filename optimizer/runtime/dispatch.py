@@ -167,7 +167,7 @@ class RolloutQueue:
         self._inflight: dict[str, asyncio.Future[RolloutRecord]] = {}
 
     async def __aenter__(self) -> RolloutQueue:
-        self._tasks = [asyncio.create_task(self._worker()) for _ in range(self._concurrency)]
+        self._tasks = [asyncio.create_task(self._worker(i)) for i in range(self._concurrency)]
         self._tasks.append(asyncio.create_task(self._committer()))
         return self
 
@@ -318,7 +318,8 @@ class RolloutQueue:
             status=record.status,
         )
 
-    async def _worker(self) -> None:
+    async def _worker(self, lane: int) -> None:
+        """Run jobs one at a time; ``lane`` gives this worker a connection pool of its own."""
         while True:
             _, _, job, future = await self._jobs.get()
             if future.cancelled():
@@ -328,6 +329,7 @@ class RolloutQueue:
                     job.body.for_seed(job.seed),
                     reward_range=self._reward_range,
                     trace_cap_bytes=self._workspace.trace_cap_bytes,
+                    lane=lane,
                 )
             except (RolloutFailed, InvalidRollout) as exc:
                 record = self._record(job, None, attempts=exc.attempts, error=str(exc))
