@@ -9,7 +9,9 @@ ratio depends on the load of the machine. This script replaces the container wit
 - queue: the same rollouts through ``RolloutQueue`` + ``ContainerClient`` with a fresh
   workspace (all misses: cache lookup, budget, SQLite commit, events).
 
-Then a cProfile of the queue path, top functions by own time (``--top``).
+Then a cProfile of the queue path, top functions by own time (``--top``). A mock transport
+has no connection pool: what httpcore's pool costs (see ``optimizer/runtime/lanes.py``)
+shows only in P1's CPU per rollout of ``dispatch_bench.py``.
 
 Run: .venv/bin/python bench/dispatch_profile.py [--n 4000] [--concurrency 16] [--top 20]
 """

@@ -1,8 +1,8 @@
 """Rollout bodies: requests encoded once per candidate; answers read within bounds.
 
 Requests: the queue sends one candidate to many seeds, so :class:`CandidateBody` validates
-and encodes the candidate's part of the JSON once and splices each seed in (a pydantic
-model built and dumped per rollout was a fifth of the queue's CPU per rollout).
+and encodes the candidate's part of the JSON once and splices each seed in, instead of a
+request model built, validated, dumped and JSON-encoded again for every rollout.
 
 Answers: a container may answer a trace of any size. Before this module, memory grew ~60x the
 answer size: every rollout in flight held its whole body, a decoded copy, parsed objects and
