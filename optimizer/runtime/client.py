@@ -1,7 +1,8 @@
 """HTTP client of gepa-container/1: health checks, the program, and rollouts with retries.
 
 Every request goes through one ``httpx.AsyncClient`` (injectable, so tests can pass an
-ASGI transport). Infrastructure faults (429, 503, other 5xx, 408, timeouts, dropped
+ASGI transport); the one it makes itself keeps a connection pool per queue worker
+(:mod:`optimizer.runtime.lanes`). Infrastructure faults (429, 503, other 5xx, 408, timeouts, dropped
 connections) are retried with exponential backoff and full jitter, honouring
 ``Retry-After``; a rollout that still fails is ``RolloutFailed`` (its ``reason`` says
 whether it timed out), which the queue records as an error and never scores. A 4xx is the

@@ -54,11 +54,6 @@ class LaneTransport(httpx.AsyncBaseTransport):
     def _pool(self) -> httpx.AsyncHTTPTransport:
         return httpx.AsyncHTTPTransport(verify=self._tls, limits=self._limits)
 
-    @property
-    def lanes(self) -> int:
-        """How many lane pools exist."""
-        return len(self._lanes)
-
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through its lane's pool (or the shared one)."""
         lane = request.extensions.get(LANE)
