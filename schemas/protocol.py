@@ -266,7 +266,8 @@ def _range_problems(response: RolloutResponse, reward_range: tuple[float, float]
     for name, value in response.objectives.items():
         if not math.isfinite(value):
             problems.append(f"objectives.{name} is {value!r}: send a finite number")
-    for name, value in response.usage.model_dump().items():
+    for name in Usage.model_fields:  # its attributes: no dump per rollout
+        value = getattr(response.usage, name)
         if not (math.isfinite(value) and value >= 0):
             problems.append(
                 f"usage.{name} is {value!r}: counts and costs must be finite and >= 0 "

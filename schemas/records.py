@@ -76,9 +76,13 @@ def policy_key(policy: Policy) -> str:
     return _canonical(policy.model_dump(mode="json"))
 
 
-def cache_key(fingerprint: str, candidate_hash: str, seed: str, policy: Policy) -> str:
-    """The rollout cache key: program fingerprint + candidate content + seed + policy."""
-    raw = _canonical([fingerprint, candidate_hash, seed, policy_key(policy)])
+def cache_key(fingerprint: str, candidate_hash: str, seed: str, policy: Policy | str) -> str:
+    """The rollout cache key: program fingerprint + candidate content + seed + policy.
+
+    ``policy`` may come as its ``policy_key`` text (the rollout queue computes it once).
+    """
+    key = policy if isinstance(policy, str) else policy_key(policy)
+    raw = _canonical([fingerprint, candidate_hash, seed, key])
     return hashlib.sha256(raw.encode()).hexdigest()
 
 

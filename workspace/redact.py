@@ -27,6 +27,7 @@ hold a key scrub their own error messages with one too, so what reaches stderr i
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -70,26 +71,53 @@ _TEXT_NEEDLES = (
     "token", "secret", "passw", "pwd", "auth", "sig", "credential", "session",
 )  # fmt: skip
 _KEY_NEEDLES = ("api_key", "api-key", "apikey", "authorization", "cookie")
+_ALL_NEEDLES = (*_TEXT_NEEDLES, *_KEY_NEEDLES)
 _CHUNK = 1 << 20  # may_hold_secret lowers big texts a slice at a time (bounded memory)
+# Under this many characters one regex search for all needles is faster than a substring
+# test per needle (2-10x for the ids, statuses and short feedback the rollout queue stores
+# per rollout); over it, the substring tests win.
+_SHORT = 32
+
+
+class _Needles:
+    """A case-insensitive test for any of some lower-case needles, fast for short texts."""
+
+    def __init__(self, needles: tuple[str, ...]) -> None:
+        self.needles = needles
+        self.overlap = max(len(n) for n in needles) - 1
+        self._pattern = re.compile("|".join(re.escape(n) for n in needles))
+
+    def in_lowered(self, lowered: str) -> bool:
+        """Whether lower-cased ``lowered`` contains a needle."""
+        if len(lowered) < _SHORT:
+            return self._pattern.search(lowered) is not None
+        return any(needle in lowered for needle in self.needles)
+
+    def in_text(self, text: str) -> bool:
+        """Whether ``text`` contains a needle, lowering at most ``_CHUNK`` characters at a time."""
+        for start in range(0, max(len(text), 1), _CHUNK):
+            if self.in_lowered(text[max(0, start - self.overlap) : start + _CHUNK].lower()):
+                return True
+        return False
+
+
+_IN_TEXT = _Needles(_TEXT_NEEDLES)
+_IN_JSON = _Needles(_ALL_NEEDLES)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sensitive_name(key: str) -> bool:
+    # Memoized: the same few keys (``feedback``, ``seed``, ``messages``) recur in every
+    # event and trace the workspace stores.
+    return _SENSITIVE_KEY.search(key) is not None
 
 
 def is_sensitive_key(key: str, value: Any = None) -> bool:
     """Whether a dict entry ``key: value`` may hold a credential."""
-    if not _SENSITIVE_KEY.search(key):
+    if not _sensitive_name(key):
         return False
     names_an_env_var = isinstance(value, str) and bool(_ENV_NAME.match(value))
     return not (key.lower().endswith("_env") and names_an_env_var)
-
-
-def _contains_any(text: str, needles: Iterable[str]) -> bool:
-    """Case-insensitive substring test, lowering at most ``_CHUNK`` characters at a time."""
-    needles = tuple(needles)
-    overlap = max(len(n) for n in needles) - 1
-    for start in range(0, max(len(text), 1), _CHUNK):
-        part = text[max(0, start - overlap) : start + _CHUNK].lower()
-        if any(needle in part for needle in needles):
-            return True
-    return False
 
 
 def may_hold_secret(json_text: str) -> bool:
@@ -98,7 +126,7 @@ def may_hold_secret(json_text: str) -> bool:
     A cheap superset test that lets callers skip walking a large value that holds no
     sensitive key and nothing secret-shaped.
     """
-    return _contains_any(json_text, (*_TEXT_NEEDLES, *_KEY_NEEDLES))
+    return _IN_JSON.in_text(json_text)
 
 
 def _mask_keyword_token(match: re.Match[str]) -> str:
@@ -111,8 +139,7 @@ def _mask_keyword_token(match: re.Match[str]) -> str:
 
 def scrub_text(text: str) -> str:
     """``text`` with every recognisable credential masked (see the module docstring)."""
-    lowered = text.lower()
-    if not any(needle in lowered for needle in _TEXT_NEEDLES):
+    if not text or not _IN_TEXT.in_lowered(text.lower()):
         return text
     text = _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
     text = _BASIC.sub(lambda m: f"{m.group(1)} {MASK}", text)
@@ -166,6 +193,8 @@ class Scrubber:
 
     def text(self, text: str) -> str:
         """``text`` with the known secrets and every recognisable credential masked."""
+        if not text:
+            return text
         for secret in self._known:
             if secret in text:
                 text = text.replace(secret, MASK)

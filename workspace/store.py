@@ -310,12 +310,11 @@ class Workspace:
     def _encode_rollouts(self, records: list[RolloutRecord]) -> list[tuple[object, ...]]:
         encoded = []
         for record in records:
-            clean = record.model_copy(
-                update={
-                    "feedback": self.scrubber.text(record.feedback),
-                    "error": self.scrubber.text(record.error) if record.error is not None else None,
-                }
-            )
+            feedback = self.scrubber.text(record.feedback)
+            error = self.scrubber.text(record.error) if record.error is not None else None
+            clean = record
+            if feedback is not record.feedback or error is not record.error:  # masked: a copy
+                clean = record.model_copy(update={"feedback": feedback, "error": error})
             trace, text = record.trace, dumps(record.trace, what="trace")
             if self.scrubber.may_hold_secret(text):
                 trace = self.scrubber.value(trace)

@@ -1,6 +1,10 @@
-"""Rollout answers read within bounds: a size cap, few big bodies at once, one parse at a time.
+"""Rollout bodies: requests encoded once per candidate; answers read within bounds.
 
-A container may answer a trace of any size. Before this module, memory grew ~60x the
+Requests: the queue sends one candidate to many seeds, so :class:`CandidateBody` validates
+and encodes the candidate's part of the JSON once and splices each seed in, instead of a
+request model built, validated, dumped and JSON-encoded again for every rollout.
+
+Answers: a container may answer a trace of any size. Before this module, memory grew ~60x the
 answer size: every rollout in flight held its whole body, a decoded copy, parsed objects and
 re-dumped copies at once, and every kept result held its full trace though only a capped
 form was stored. Now:
@@ -18,15 +22,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from schemas import RolloutResponse, Trace, parse_rollout
+from schemas import Policy, RolloutRequest, RolloutResponse, Trace, parse_rollout
 from workspace.codec import decode_trace, encode_trace
 
-__all__ = ["BIG_BODIES", "BIG_BODY_BYTES", "BodyReader", "ParsedRollout"]
+__all__ = [
+    "BIG_BODIES",
+    "BIG_BODY_BYTES",
+    "BodyReader",
+    "CandidateBody",
+    "ParsedRollout",
+    "RolloutBody",
+]
 
 # Parsing 8 MiB of small JSON objects holds several times its size in Python objects.
 BIG_BODY_BYTES = 1024 * 1024
@@ -34,6 +48,52 @@ BIG_BODIES = 2
 
 ParsedRollout = tuple[RolloutResponse, dict[str, Any], bool]
 """The checked response (its trace moved out), the trace to keep, and whether it was shrunk."""
+
+
+def _json(value: Any) -> bytes:
+    """JSON as httpx's ``json=`` sends it: compact, UTF-8, no NaN."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+@dataclass(frozen=True)
+class RolloutBody:
+    """One ``POST /rollout`` body, encoded: its JSON and its seed (which errors name)."""
+
+    seed: str
+    content: bytes
+
+    @classmethod
+    def of(cls, request: RolloutRequest) -> RolloutBody:
+        """The body of ``request``."""
+        return cls(request.seed, _json(request.model_dump(mode="json")))
+
+
+class CandidateBody:
+    """The ``POST /rollout`` bodies of one candidate: checked and encoded once, seeds spliced in.
+
+    ``for_seed(seed)`` is the JSON of ``RolloutRequest(..., seed=seed)`` (keys in another
+    order): the request is validated here, so a component that is not text fails before
+    any rollout, as it would per rollout.
+    """
+
+    def __init__(
+        self, run_id: str, candidate_id: str, components: Mapping[str, str], policy: Policy
+    ) -> None:
+        request = RolloutRequest(
+            run_id=run_id,
+            candidate_id=candidate_id,
+            candidate=dict(components),
+            seed="-",
+            policy=policy,
+        )
+        fields = request.model_dump(mode="json", exclude={"seed"})
+        self._head = _json(fields)[:-1] + b',"seed":'
+
+    def for_seed(self, seed: str) -> RolloutBody:
+        """The body for ``seed``; an empty seed is refused as ``RolloutRequest`` refuses it."""
+        if not seed:
+            RolloutRequest(candidate={}, seed=seed)  # raises the ValidationError naming seed
+        return RolloutBody(seed, self._head + _json(seed) + b"}")
 
 
 def parse_and_cap(
@@ -44,7 +104,7 @@ def parse_and_cap(
     trace = response.trace
     # The parsed lists, not copies: the trace is held once, outside the response.
     kept = {"messages": trace.messages, "tool_calls": trace.tool_calls, "events": trace.events}
-    response = response.model_copy(update={"trace": Trace()})
+    response.trace = Trace()  # the response is ours alone, fresh from the parse: no copy
     if trace_cap is None or len(body) <= trace_cap:
         return response, kept, False  # its JSON is smaller than the cap, compressed or not
     encoded = encode_trace(kept, trace_cap)

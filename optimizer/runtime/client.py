@@ -1,7 +1,8 @@
 """HTTP client of gepa-container/1: health checks, the program, and rollouts with retries.
 
 Every request goes through one ``httpx.AsyncClient`` (injectable, so tests can pass an
-ASGI transport). Infrastructure faults (429, 503, other 5xx, 408, timeouts, dropped
+ASGI transport); the one it makes itself keeps a connection pool per queue worker
+(:mod:`optimizer.runtime.lanes`). Infrastructure faults (429, 503, other 5xx, 408, timeouts, dropped
 connections) are retried with exponential backoff and full jitter, honouring
 ``Retry-After``; a rollout that still fails is ``RolloutFailed`` (its ``reason`` says
 whether it timed out), which the queue records as an error and never scores. A 4xx is the
@@ -27,7 +28,8 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from optimizer.runtime.bodies import BodyReader, ParsedRollout
+from optimizer.runtime.bodies import BodyReader, ParsedRollout, RolloutBody
+from optimizer.runtime.lanes import LaneTransport, env_proxies, lane_extensions
 from schemas import (
     DEFAULT_REWARD_RANGE,
     PROTOCOL,
@@ -93,6 +95,10 @@ class _Endpoint:
     in_flight: int = 0
     failures: int = 0
     down_until: float = field(default=0.0)
+    rollout_url: httpx.URL = field(init=False)  # parsed once, not per rollout
+
+    def __post_init__(self) -> None:
+        self.rollout_url = httpx.URL(f"{self.url}/rollout")
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -145,15 +151,20 @@ class ContainerClient:
         self._rng = rng or random.Random(0)
         # Per-request headers: an injected client may be shared by runs with other tokens.
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._rollout_headers = {**self._headers, "Content-Type": "application/json"}
+        self._rollout_extensions = {"timeout": self._timeout.as_dict()}
         # What a container says goes into errors that are printed and stored: an echo of
         # the token (or of any credential) is masked there.
         self._scrubber = Scrubber([token], min_chars=4)
         self._owns_http = http is None
+        limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        # A pool per queue worker (see optimizer.runtime.lanes), unless the environment
+        # names a proxy, which only httpx's own transport applies.
+        transport = None if env_proxies() else LaneTransport(limits)
         self._http = http or httpx.AsyncClient(
-            timeout=self._timeout,
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
+            timeout=self._timeout, limits=limits, transport=transport
         )
 
     @property
@@ -239,19 +250,23 @@ class ContainerClient:
 
     async def rollout(
         self,
-        request: RolloutRequest,
+        request: RolloutRequest | RolloutBody,
         *,
         reward_range: tuple[float, float] = DEFAULT_REWARD_RANGE,
         trace_cap_bytes: int | None = None,
+        lane: int | None = None,
     ) -> tuple[RolloutOutcome | None, int]:
         """Run one rollout with retries. Returns ``(outcome, retries)``.
 
-        ``reward_range`` is the program's; ``trace_cap_bytes`` (the workspace's) shrinks a
-        bigger trace before it is kept. Raises ``RolloutFailed`` after the last attempt,
+        ``request`` may come encoded (the queue encodes a candidate once for all its
+        seeds: :class:`~optimizer.runtime.bodies.CandidateBody`). ``reward_range`` is the
+        program's; ``trace_cap_bytes`` (the workspace's) shrinks a bigger trace before it
+        is kept; ``lane``, a queue worker's index, picks that worker's connection pool
+        (:mod:`optimizer.runtime.lanes`). Raises ``RolloutFailed`` after the last attempt,
         ``InvalidRollout`` for a 200 that cannot be scored, ``ProtocolViolation`` on another
         4xx, ``UserError`` when the token is refused.
         """
-        body = request.model_dump(mode="json")
+        body = request if isinstance(request, RolloutBody) else RolloutBody.of(request)
         attempts = self._policy.max_retries + 1
         last, reason = "no attempt", "status"
         status: int | None = None
@@ -259,11 +274,11 @@ class ContainerClient:
             endpoint = self._pick()
             endpoint.in_flight += 1
             started = time.perf_counter()
-            where = f"POST {endpoint.url}/rollout (seed {request.seed!r})"
+            where = f"POST {endpoint.url}/rollout (seed {body.seed!r})"
             try:
                 async with contextlib.AsyncExitStack() as held:
                     status, content, complete, retry_after = await self._post(
-                        endpoint.url, body, held
+                        endpoint, body.content, held, lane
                     )
                     if status == 200:
                         endpoint.failures = 0
@@ -280,22 +295,23 @@ class ContainerClient:
                             body_bytes=len(content),
                         ), attempt - 1
             except httpx.HTTPError as exc:
-                reason, last, status, retry_after = (
-                    self._fault(exc),
-                    _describe_error(exc),
-                    None,
-                    None,
-                )
-                endpoint.failures += 1
-                if reason == "connection":
-                    endpoint.down_until = time.monotonic() + 1.0
+                (reason, last), status, retry_after = self._broken(endpoint, exc), None, None
             else:
                 last, reason = self._unanswered(endpoint.url, where, status, content), "status"
             finally:
                 endpoint.in_flight -= 1
             if attempt < attempts:
                 await asyncio.sleep(self._policy.delay(attempt, self._rng, retry_after))
-        raise self._failed(request.seed, attempts, last, reason, status)
+        raise self._failed(body.seed, attempts, last, reason, status)
+
+    def _broken(self, endpoint: _Endpoint, exc: httpx.HTTPError) -> tuple[str, str]:
+        """A request that got no answer: (failure kind, description); a refused or dropped
+        connection rests the endpoint for a second."""
+        reason = self._fault(exc)
+        endpoint.failures += 1
+        if reason == "connection":
+            endpoint.down_until = time.monotonic() + 1.0
+        return reason, _describe_error(exc)
 
     def _unanswered(self, url: str, where: str, status: int, content: bytes | bytearray) -> str:
         """A non-200 answer: a refused token and other 4xx raise; a retryable one is described."""
@@ -309,18 +325,29 @@ class ContainerClient:
         return f"HTTP {status}: {message}"
 
     async def _post(
-        self, url: str, body: dict[str, Any], held: contextlib.AsyncExitStack
+        self, endpoint: _Endpoint, body: bytes, held: contextlib.AsyncExitStack, lane: int | None
     ) -> tuple[int, bytearray, bool, float | None]:
         """``POST /rollout`` read as a stream: status, (capped) body, complete?, Retry-After.
 
         A big body takes one of the big-body slots into ``held`` (released once parsed).
+        ``build_request`` + ``send`` is ``http.stream(...)`` without its context manager,
+        with the URL and the timeout prepared once: CPU per rollout is the queue's budget.
         """
-        async with self._http.stream(
-            "POST", f"{url}/rollout", json=body, headers=self._headers, timeout=self._timeout
-        ) as response:
-            limit = self._max_response if response.status_code == 200 else ERROR_BODY_BYTES
+        request = self._http.build_request(
+            "POST",
+            endpoint.rollout_url,
+            content=body,
+            headers=self._rollout_headers,
+            extensions=lane_extensions(self._rollout_extensions, lane),
+        )
+        response = await self._http.send(request, stream=True)
+        try:
+            status = response.status_code
+            limit = self._max_response if status == 200 else ERROR_BODY_BYTES
             content, complete = await self._bodies.read(response, limit, held)
-            return response.status_code, content, complete, _retry_after(response)
+            return status, content, complete, None if status == 200 else _retry_after(response)
+        finally:
+            await response.aclose()
 
     async def _checked(
         self,

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optimizer.runtime.bodies import CandidateBody
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient, RolloutOutcome
 from optimizer.runtime.events import EventSink
@@ -35,7 +36,6 @@ from schemas import (
     Program,
     RolloutFailed,
     RolloutRecord,
-    RolloutRequest,
     Trial,
     cache_key,
     content_hash,
@@ -122,7 +122,7 @@ class ErrorGate:
 class _Job:
     candidate_id: str
     candidate_hash: str
-    components: Mapping[str, str]
+    body: CandidateBody  # one per candidate and call: its seeds share the encoding
     seed: str
     key: str
 
@@ -167,7 +167,7 @@ class RolloutQueue:
         self._inflight: dict[str, asyncio.Future[RolloutRecord]] = {}
 
     async def __aenter__(self) -> RolloutQueue:
-        self._tasks = [asyncio.create_task(self._worker()) for _ in range(self._concurrency)]
+        self._tasks = [asyncio.create_task(self._worker(i)) for i in range(self._concurrency)]
         self._tasks.append(asyncio.create_task(self._committer()))
         return self
 
@@ -182,7 +182,7 @@ class RolloutQueue:
 
     def key_for(self, components: Mapping[str, str], seed: str) -> str:
         """The cache key of (candidate, seed) under this run's program and policy."""
-        return cache_key(self._fingerprint, content_hash(dict(components)), seed, self._policy)
+        return cache_key(self._fingerprint, content_hash(dict(components)), seed, self._policy_key)
 
     async def evaluate(
         self,
@@ -202,13 +202,15 @@ class RolloutQueue:
         """
         seeds = list(dict.fromkeys(seeds))
         chash = content_hash(dict(components))
-        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy) for seed in seeds}
+        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy_key) for seed in seeds}
         hits = await self._workspace.lookup_many(list(keys.values()))
         misses = [seed for seed in seeds if keys[seed] not in hits]
         shared = {
             seed: self._inflight[keys[seed]] for seed in misses if keys[seed] in self._inflight
         }
         fresh = [seed for seed in misses if seed not in shared]
+        if fresh:  # checked before the budget is booked: components that are not text fail
+            body = CandidateBody(self._run_id, candidate_id, components, self._policy)
         if len(fresh) >= prebooked:
             self._budget.reserve(len(fresh) - prebooked, final=final)
         else:
@@ -222,7 +224,7 @@ class RolloutQueue:
                 future: asyncio.Future[RolloutRecord] = loop.create_future()
                 futures[seed] = future
                 self._inflight[keys[seed]] = future
-                job = _Job(candidate_id, chash, dict(components), seed, keys[seed])
+                job = _Job(candidate_id, chash, body, seed, keys[seed])
                 self._jobs.put_nowait((batch, index, job, future))
             try:
                 records = await self._wait(list(futures.values()))
@@ -267,7 +269,7 @@ class RolloutQueue:
     ) -> dict[str, SeedResult]:
         """The cached results among ``seeds``, read without counting a trial (no rollout)."""
         chash = content_hash(dict(components))
-        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy) for seed in seeds}
+        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy_key) for seed in seeds}
         hits = await self._workspace.lookup_many(list(keys.values()))
         return {
             seed: SeedResult(seed=seed, record=hits[key], cached=True)
@@ -278,7 +280,7 @@ class RolloutQueue:
     async def misses(self, components: Mapping[str, str], seeds: Sequence[str]) -> list[str]:
         """The seeds of ``seeds`` that ``evaluate`` would have to pay for now."""
         chash = content_hash(dict(components))
-        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy) for seed in seeds}
+        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy_key) for seed in seeds}
         hits = await self._workspace.lookup_many(list(keys.values()))
         return [s for s, k in keys.items() if k not in hits and k not in self._inflight]
 
@@ -316,23 +318,18 @@ class RolloutQueue:
             status=record.status,
         )
 
-    async def _worker(self) -> None:
+    async def _worker(self, lane: int) -> None:
+        """Run jobs one at a time; ``lane`` gives this worker a connection pool of its own."""
         while True:
             _, _, job, future = await self._jobs.get()
             if future.cancelled():
                 continue
-            request = RolloutRequest(
-                run_id=self._run_id,
-                candidate_id=job.candidate_id,
-                candidate=dict(job.components),
-                seed=job.seed,
-                policy=self._policy,
-            )
             try:
                 outcome, retries = await self._client.rollout(
-                    request,
+                    job.body.for_seed(job.seed),
                     reward_range=self._reward_range,
                     trace_cap_bytes=self._workspace.trace_cap_bytes,
+                    lane=lane,
                 )
             except (RolloutFailed, InvalidRollout) as exc:
                 record = self._record(job, None, attempts=exc.attempts, error=str(exc))

@@ -1,4 +1,5 @@
-"""Rollout answers are read within bounds: the cap, and few big bodies held at once."""
+"""Rollout bodies: requests encoded once per candidate; answers read within bounds (the cap,
+and few big bodies held at once)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,18 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 import httpx
+import pytest
+from pydantic import ValidationError
 
-from optimizer.runtime.bodies import BIG_BODIES, BIG_BODY_BYTES, BodyReader, parse_and_cap
+from optimizer.runtime.bodies import (
+    BIG_BODIES,
+    BIG_BODY_BYTES,
+    BodyReader,
+    CandidateBody,
+    RolloutBody,
+    parse_and_cap,
+)
+from schemas import Policy, RolloutRequest
 
 CHUNK = 256 * 1024
 
@@ -74,3 +85,26 @@ def test_a_small_answer_keeps_its_trace_and_a_huge_one_is_capped() -> None:
     assert truncated and capped["_truncated"]["cap_bytes"] == 4096
     assert capped["_truncated"]["original_bytes"] > 200_000
     assert len(json.dumps(capped)) < 4096 * 8
+
+
+@pytest.mark.parametrize(
+    "seed", ["s1", 'a "quoted" seed', "back\\slash\nnewline", "café-🙂", "\u2028", "}"]
+)
+def test_a_candidate_body_is_the_json_of_its_request_for_every_seed(seed: str) -> None:
+    components = {"system_prompt": 'Say "hi" \\ \u00e9\n', "tool": "{}"}
+    policy = Policy(model="openai/gpt-4o-mini")
+    body = CandidateBody("run-1", "cand-1", components, policy).for_seed(seed)
+    request = RolloutRequest(
+        run_id="run-1", candidate_id="cand-1", candidate=components, seed=seed, policy=policy
+    )
+    assert body.seed == seed
+    assert json.loads(body.content) == request.model_dump(mode="json")
+    assert json.loads(RolloutBody.of(request).content) == json.loads(body.content)
+
+
+def test_a_candidate_body_refuses_what_a_request_refuses() -> None:
+    body = CandidateBody("run-1", "cand-1", {"system_prompt": "x"}, Policy())
+    with pytest.raises(ValidationError, match="seed"):
+        body.for_seed("")
+    with pytest.raises(ValidationError, match="candidate"):
+        CandidateBody("run-1", "cand-1", {"system_prompt": 3}, Policy())  # type: ignore[dict-item]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient, RetryPolicy
@@ -110,6 +111,20 @@ async def test_budget_is_booked_before_anything_is_sent(ws: Workspace) -> None:
         assert sum(container.calls.values()) == 0  # not half-evaluated
         await queue.evaluate("c1", CANDIDATE, ["s0", "s2"])
     assert budget.paid == 2 and budget.booked == 0
+
+
+async def test_components_that_are_not_text_are_refused_before_budget_is_booked(
+    ws: Workspace,
+) -> None:
+    container, budget = Container(), Budget(max_calls=5)
+    async with await _queue(ws, container, budget) as queue:
+        with pytest.raises(ValidationError, match="candidate"):
+            # Before, a worker died on it and the caller waited forever.
+            bad = queue.evaluate("c1", {"system_prompt": 3}, ["s0", "s1"])  # type: ignore[dict-item]
+            await asyncio.wait_for(bad, 10)
+        assert budget.booked == 0 and sum(container.calls.values()) == 0
+        await queue.evaluate("c1", CANDIDATE, [f"s{i}" for i in range(5)])  # all 5 still there
+    assert budget.paid == 5
 
 
 async def test_error_gate_stops_a_run_on_noise(ws: Workspace) -> None:

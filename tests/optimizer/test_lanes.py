@@ -1,0 +1,163 @@
+"""Each queue worker sends its rollouts over a connection of its own (a real uvicorn server).
+
+The server notes the client port of every request: that is the connection it came over.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.client import ContainerClient
+from optimizer.runtime.dispatch import RolloutQueue
+from optimizer.runtime.events import EventSink
+from schemas import RolloutRequest, RunConfig
+from tests.fakes.servers import free_port, thread_server
+from workspace import Workspace
+
+PROGRAM = {
+    "protocol": "gepa-container/1",
+    "program_id": "lanes",
+    "fingerprint": "lanes-1",
+    "components": [{"name": "system_prompt", "text": "x"}],
+    "seeds": {"train": [f"s{i}" for i in range(30)], "holdout": ["h"]},
+}
+
+
+class Recorder:
+    """A raw ASGI container that notes (method, path, seed, Host, client port) per request."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        path = scope["path"]
+        headers = dict(scope["headers"])
+        seed = json.loads(body)["seed"] if body else None
+        self.seen.append(
+            {
+                "path": path,
+                "seed": seed,
+                "host": headers[b"host"].decode(),
+                "port": scope["client"][1],
+            }
+        )
+        if path.endswith("/health"):
+            answer: dict[str, Any] = {"status": "ok", "protocol": "gepa-container/1"}
+        elif path.endswith("/program"):
+            answer = PROGRAM
+        else:
+            answer = {"reward": 1.0, "feedback": f"ok {seed}"}
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+    def ports(self, suffix: str) -> set[int]:
+        return {s["port"] for s in self.seen if s["path"].endswith(suffix)}
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Recorder]]:
+    recorder = Recorder()
+    with thread_server(recorder) as url:
+        yield url, recorder
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+async def test_a_lane_keeps_its_connection_and_requests_without_one_share_another(
+    server: tuple[str, Recorder],
+) -> None:
+    url, recorder = server
+    client = ContainerClient([url])
+    try:
+        await client.check_health()
+        for i in range(3):
+            for lane in (0, 1):
+                request = RolloutRequest(candidate={"system_prompt": "x"}, seed=f"l{lane}-{i}")
+                outcome, _ = await client.rollout(request, lane=lane)
+                assert outcome is not None and outcome.response.feedback == f"ok l{lane}-{i}"
+        await client.program()
+    finally:
+        await client.aclose()
+    by_lane = {
+        lane: {s["port"] for s in recorder.seen if (s["seed"] or "").startswith(f"l{lane}-")}
+        for lane in (0, 1)
+    }
+    shared = recorder.ports("/health") | recorder.ports("/program")
+    assert len(by_lane[0]) == len(by_lane[1]) == len(shared) == 1  # kept alive, reused
+    assert len(by_lane[0] | by_lane[1] | shared) == 3  # three pools, three connections
+
+
+async def test_queue_workers_send_over_connections_of_their_own(
+    server: tuple[str, Recorder], tmp_path: Path
+) -> None:
+    url, recorder = server
+    client = ContainerClient([url])
+    async with Workspace(tmp_path / "ws") as ws:
+        run = await ws.create_run(RunConfig(containers=[url]))
+        await client.check_health()
+        program = await client.program()
+        budget = Budget(max_calls=100)
+        async with RolloutQueue(
+            client=client,
+            workspace=ws,
+            run_id=run.run_id,
+            program=program,
+            budget=budget,
+            events=EventSink(ws, run.run_id),
+            concurrency=3,
+        ) as queue:
+            results = await queue.evaluate("c1", {"system_prompt": "y"}, PROGRAM["seeds"]["train"])
+        await client.aclose()
+    assert budget.paid == 30 and all(r.reward == 1.0 for r in results.values())
+    rollouts = recorder.ports("/rollout")
+    assert 1 <= len(rollouts) <= 3  # one connection a worker at most
+    # The connection of GET /health and /program is not one a worker sends rollouts over.
+    assert not rollouts & (recorder.ports("/health") | recorder.ports("/program"))
+
+
+async def test_a_proxy_named_by_the_environment_still_carries_the_rollouts(
+    server: tuple[str, Recorder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy_url, proxy = server  # the recorder answers as the container would
+    monkeypatch.setenv("HTTP_PROXY", proxy_url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    container = f"http://127.0.0.1:{free_port()}"  # nothing listens there: only the proxy
+    client = ContainerClient([container])
+    try:
+        await client.check_health()
+        request = RolloutRequest(candidate={"system_prompt": "x"}, seed="s1")
+        outcome, _ = await client.rollout(request, lane=0)
+    finally:
+        await client.aclose()
+    assert outcome is not None and outcome.response.feedback == "ok s1"
+    assert [s["host"] for s in proxy.seen] == [container.removeprefix("http://")] * 2
