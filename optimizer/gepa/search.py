@@ -583,7 +583,7 @@ class GepaSearch:
     async def _learn_kinds(self, parent_id: str) -> None:
         """Group the parent's train failures by their verifier feedback (from the cache, free).
 
-        Failures with the same feedback (digits aside) are one failure kind: the same fix
+        Failures with the same feedback (whitespace aside) are one kind: the same fix
         repairs them all. Proposals written at the same time are shown different kinds, so
         they write different fixes rather than one fix twice.
         """
