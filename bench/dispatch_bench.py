@@ -78,23 +78,29 @@ async def raw_loop(url: str, n: int, concurrency: int) -> float:
         max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
     )
     async with httpx.AsyncClient(limits=limits, timeout=60) as http:
-        counter = iter(range(n))
-
-        async def worker() -> None:
-            for i in counter:
-                body = {
-                    "candidate": {"system_prompt": "raw"},
-                    "seed": f"s{i}",
-                    "run_id": "raw",
-                    "candidate_id": "raw",
-                }
-                response = await http.post(f"{url}/rollout", json=body)
-                response.raise_for_status()
-                response.json()
-
         start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await post_rollouts(http, url, n, concurrency)
         return time.perf_counter() - start
+
+
+async def post_rollouts(http: httpx.AsyncClient, url: str, n: int, concurrency: int) -> None:
+    """``n`` POST /rollout by ``concurrency`` workers on ``http``, each answer parsed: the
+    bare httpx loop the queue is compared with (here and in ``dispatch_profile.py``)."""
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        for i in counter:
+            body = {
+                "candidate": {"system_prompt": "raw"},
+                "seed": f"s{i}",
+                "run_id": "raw",
+                "candidate_id": "raw",
+            }
+            response = await http.post(f"{url}/rollout", json=body)
+            response.raise_for_status()
+            response.json()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
 async def queue_run(url: str, n: int, concurrency: int, per_candidate: int) -> float:

@@ -35,6 +35,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.dispatch_bench import post_rollouts  # noqa: E402
 from optimizer.runtime.budget import Budget  # noqa: E402
 from optimizer.runtime.client import ContainerClient  # noqa: E402
 from optimizer.runtime.dispatch import RolloutQueue  # noqa: E402
@@ -73,21 +74,7 @@ def _http() -> httpx.AsyncClient:
 async def bare(n: int, concurrency: int) -> None:
     """``n`` POST /rollout by ``concurrency`` workers, and nothing else."""
     async with _http() as http:
-        counter = iter(range(n))
-
-        async def worker() -> None:
-            for i in counter:
-                body = {
-                    "candidate": {"system_prompt": "raw"},
-                    "seed": f"s{i}",
-                    "run_id": "raw",
-                    "candidate_id": "raw",
-                }
-                response = await http.post(f"{URL}/rollout", json=body)
-                response.raise_for_status()
-                response.json()
-
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await post_rollouts(http, URL, n, concurrency)
 
 
 async def queued(n: int, concurrency: int, per_candidate: int = 40) -> None:

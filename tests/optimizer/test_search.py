@@ -71,6 +71,19 @@ async def _run(
         )
 
 
+def _release_when_both_asked(proposer: ScriptedProposer) -> asyncio.Task[None]:
+    """Hold the first two proposals until both are asked: they are written at the same time."""
+    first, second = proposer.hold(1), proposer.hold(2)
+
+    async def release() -> None:
+        while len(proposer.seen) < 2:
+            await asyncio.sleep(0.01)
+        first.set()
+        second.set()
+
+    return asyncio.create_task(release())
+
+
 async def test_sequential_run_shows_the_parents_train_failures_and_pays_no_rollout_twice(
     tmp_path: Path,
 ) -> None:
@@ -125,15 +138,7 @@ async def test_a_child_that_fixes_nothing_is_rejected_after_every_seed_it_was_sh
 
 async def test_proposals_in_flight_at_once_are_shown_different_failures(tmp_path: Path) -> None:
     container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
-    first, second = proposer.hold(1), proposer.hold(2)
-
-    async def release_when_both_asked() -> None:
-        while len(proposer.seen) < 2:
-            await asyncio.sleep(0.01)
-        first.set()
-        second.set()
-
-    watcher = asyncio.create_task(release_when_both_asked())
+    watcher = _release_when_both_asked(proposer)
     await _run(tmp_path, container, proposer, proposals_in_flight=2)
     await asyncio.wait_for(watcher, 5)
     a, b = (
@@ -483,15 +488,7 @@ async def test_proposals_in_flight_are_shown_different_kinds_of_failure(tmp_path
     # repairs both. Siblings shown different seeds of one label would write one fix twice.
     labels = [f"{name}{i}" for name in ("ant", "bee", "cat") for i in range(4)]
     container, proposer = RuleContainer(program(labels)), ScriptedProposer()
-    first, second = proposer.hold(1), proposer.hold(2)
-
-    async def release_when_both_asked() -> None:
-        while len(proposer.seen) < 2:
-            await asyncio.sleep(0.01)
-        first.set()
-        second.set()
-
-    watcher = asyncio.create_task(release_when_both_asked())
+    watcher = _release_when_both_asked(proposer)
     await _run(tmp_path, container, proposer, proposals_in_flight=2, max_metric_calls=150)
     await asyncio.wait_for(watcher, 5)
     a, b = (
