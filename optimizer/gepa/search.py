@@ -149,6 +149,7 @@ class GepaSearch:
         self._gating: set[str] = set()  # candidates being gated or scored right now
         self._gates: Counter[str] = Counter()  # gates each candidate went through
         self._shown: Counter[str] = Counter()  # failing seeds and kinds shown to those in flight
+        self._writers = 0  # mutations between choosing their evidence and their answer
         self._repeats: Counter[str] = Counter()  # proposals on a parent that repeated a text
         self._kinds: dict[str, dict[str, str]] = {}  # parent -> failing seed -> failure kind
         self._pending: set[asyncio.Task[None]] = set()  # children being accepted
@@ -322,6 +323,7 @@ class GepaSearch:
             else:
                 busy = False
                 self._shown.update(shown)
+                self._writers += 1
         if busy:
             await asyncio.wait(set(self._pending), return_when=asyncio.FIRST_COMPLETED)
             return None
@@ -331,6 +333,7 @@ class GepaSearch:
             )
         finally:
             self._shown.subtract(shown)
+            self._writers -= 1
 
     async def _reflect_and_gate(
         self,
@@ -474,9 +477,9 @@ class GepaSearch:
 
         Children written at the same time on the best (or on a best replaced since) each add
         their own fix. Replayed one after another on the current best (three-way merges, no
-        reflection call), they make one candidate that is gated once, on the failures they
-        targeted, and scored on train once, instead of a gate and a train evaluation per
-        child in turn. If it fails its gate, each child is gated on its own as before.
+        reflection call), they make one candidate that is scored on train once
+        (``_scored_better``), instead of a gate and a train evaluation per child in turn. If
+        it is no better than the best, each child is gated on its own.
         """
         d, best = self._d, self._best_id()
         if best is None or not entry.stackable:
@@ -496,7 +499,6 @@ class GepaSearch:
         )
         if record is None:
             return False
-        seeds, extension = await self._seeds_for(best, self._targets(used), entry.minibatch)
         await d.events.emit(
             "stack",
             {
@@ -506,7 +508,7 @@ class GepaSearch:
                 "onto": best,
             },
         )
-        if not await self._gate(entry.iteration, record, best, seeds, extension=extension):
+        if not await self._scored_better(entry.iteration, record, best):
             for w in used:
                 w.stackable = False
             return False
@@ -514,6 +516,43 @@ class GepaSearch:
             w.done = True
         await self._full_train(record.candidate_id, best)
         return True
+
+    async def _scored_better(self, iteration: int, record: CandidateRecord, best: str) -> bool:
+        """Score a stack on every train seed at once; whether it beats ``best`` there.
+
+        A stack carries several writers' fixes and nearly always earns its train evaluation,
+        so it skips the minibatch gate: the full evaluation takes as many rounds of rollouts
+        as a gate and the rest of the train split would (fewer when the gate would extend),
+        and it decides on every seed, which a noisy student needs (a few seeds can hide
+        several fixes). One that is no better leaves each child to its own gate.
+        """
+        d, cid = self._d, record.candidate_id
+        self._gating.add(cid)
+        self._gates[cid] += 1
+        try:
+            await score_on_train(d, self._lock, cid)
+        finally:
+            self._gating.discard(cid)
+        scores, parent = d.state.train.get(cid, {}), d.state.train.get(best, {})
+        seeds = [s for s in d.state.train_seeds if s in scores and s in parent]
+        accepted = passes_gate([parent], scores, seeds)
+        await d.events.emit(
+            "gate",
+            {
+                "iteration": iteration,
+                "candidate_id": cid,
+                "parent": best,
+                "parent_score": gate_total(parent, seeds),
+                "child_score": gate_total(scores, seeds),
+                "minibatch": seeds,
+                "accepted": accepted,
+            },
+        )
+        if accepted:
+            async with self._lock:
+                d.state.promising.add(cid)
+                d.refresh_reserve()
+        return accepted
 
     def _replay_on(self, best: str, entry: _Waiting) -> tuple[dict[str, str], list[_Waiting]]:
         """The waiting children's edits replayed on ``best`` (``entry`` first), and who added one.
@@ -538,16 +577,8 @@ class GepaSearch:
                 used.append(w)
         return merged, used
 
-    def _targets(self, used: Sequence[_Waiting]) -> list[str]:
-        """The failures the stacked children were shown, in order, once each."""
-        targets: list[str] = []
-        for w in used:
-            scores = self._d.state.train.get(w.parent_id, {})
-            targets += [s for s in (*w.minibatch, *w.context) if scores.get(s, 1.0) < 1.0]
-        return list(dict.fromkeys(targets))
-
     def _evidence_seeds(
-        self, parent_id: str, rotation: list[str], broken: Sequence[str] = ()
+        self, parent_id: str, rotation: list[str], broken: Sequence[str] = (), *, share: bool = True
     ) -> tuple[list[str], list[str]]:
         """The minibatch (half failures of the parent, half successes) and other failures.
 
@@ -568,17 +599,41 @@ class GepaSearch:
         failing = one_of_each(failing, kind)  # stable sorts below: varied kinds come first
         failing.sort(key=lambda s: shown[s])  # unshown kinds, then unshown seeds of shown ones
         failing.sort(key=lambda s: s not in broken)  # a follow-up is shown what its edit broke
+        all_failing = set(failing)
+        if share:
+            failing = self._share_of(failing, kind, shown, broken)
         fresh = [s for s in failing if not any(shown[s])]
         chosen = failing[: min(len(failing), -(-size // 2))]
-        passing = [s for s in rotation if s not in failing]
+        passing = [s for s in rotation if s not in all_failing]
         rest = passing + [s for s in failing if s not in chosen]  # failing: fresh kinds first
         minibatch = chosen + rest[: size - len(chosen)]
         pool = [s for s in (fresh or failing) if s not in minibatch]
-        cap = CONTEXT_PER_MINIBATCH * size
+        return minibatch, pool[: CONTEXT_PER_MINIBATCH * size]
+
+    def _share_of(
+        self,
+        failing: list[str],
+        kind: Mapping[str, str],
+        shown: Mapping[str, tuple[bool, bool]],
+        broken: Sequence[str],
+    ) -> list[str]:
+        """The failures of this writer's share of the kinds nobody in flight was shown.
+
+        Proposals written at the same time split the unshown kinds between them (``failing``
+        lists them first): with ten kinds and four writers, 3 + 3 + 2 + 2, so that each wave
+        of proposals fixes as many different things as it has writers, and the stack of their
+        edits (``_stack``) gains one fix per writer. A writer that finds every kind taken is
+        shown all of them, as one writer alone is; seeds a follow-up broke always stay.
+        """
         workers = self._d.config.proposals_in_flight or 1
-        if workers > 1:  # a fair share of the failures each, so siblings fix different things
-            cap = min(cap, max(size, len(failing) // workers) - len(chosen))
-        return minibatch, pool[: max(0, cap)]
+        taken = {kind.get(s, s): shown[s][0] for s in failing}
+        unshown = [k for k, is_taken in taken.items() if not is_taken]  # in ``failing``'s order
+        if workers <= 1 or not unshown:
+            return failing
+        free = max(1, workers - self._writers)
+        mine = set(unshown[: -(-len(unshown) // free)])
+        mine.update(kind.get(s, s) for s in broken)
+        return [s for s in failing if kind.get(s, s) in mine]
 
     async def _learn_kinds(self, parent_id: str) -> None:
         """Group the parent's train failures by their verifier feedback (from the cache, free).
@@ -604,7 +659,10 @@ class GepaSearch:
         return list(dict.fromkeys([*failing, *(kind.get(s, s) for s in failing)]))
 
     async def _seeds_for(
-        self, parent_id: str, targets: Sequence[str], rotation: list[str]
+        self,
+        parent_id: str,
+        targets: Sequence[str],
+        rotation: list[str],
     ) -> tuple[list[str], list[str]]:
         """Gate seeds for an edit (meant to fix ``targets``) rebased onto ``parent_id``.
 
@@ -614,7 +672,7 @@ class GepaSearch:
         nothing to show.)
         """
         async with self._lock:
-            minibatch, context = self._evidence_seeds(parent_id, rotation)
+            minibatch, context = self._evidence_seeds(parent_id, rotation, share=False)
             scores = self._d.state.train.get(parent_id, {})
             still = [s for s in targets if scores.get(s, 1.0) < 1.0]
             if not still:

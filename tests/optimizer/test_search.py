@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -417,7 +418,7 @@ async def test_children_waiting_for_the_same_best_are_stacked_gated_and_scored_o
 ) -> None:
     # Three proposals on the baseline, each adding another label, come back at once.
     container = RuleContainer(program(LABELS))
-    events = await _three_on_the_baseline(tmp_path, container, delays=(0.0, 0.0, 0.0))
+    events = await _on_the_baseline(tmp_path, container, delays=(0.0, 0.0, 0.0))
     stacks = [e.data for e in events if e.type == "stack"]
     assert stacks and len(stacks[0]["children"]) >= 2
     stack = stacks[0]
@@ -427,6 +428,9 @@ async def test_children_waiting_for_the_same_best_are_stacked_gated_and_scored_o
     assert not set(stack["children"]) & set(gated)
     assert gated.count(stack["candidate_id"]) == 1
     assert next(g for g in gates if g["candidate_id"] == stack["candidate_id"])["accepted"]
+    # It is judged on every train seed at once (no minibatch gate, no extension rounds).
+    stack_gate = next(g for g in gates if g["candidate_id"] == stack["candidate_id"])
+    assert sorted(stack_gate["minibatch"]) == sorted(program(LABELS)["seeds"]["train"])
     train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
     assert not set(stack["children"]) & set(train)
     # Each stacked child adds one label to the best it was stacked on.
@@ -442,7 +446,7 @@ async def test_a_child_waits_for_siblings_asked_with_it_so_all_are_stacked_at_on
 ) -> None:
     # Three proposals asked at once answer about a second later, the first 0.1 s before the
     # others (as parallel calls to a hosted model do): the first must not be gated alone.
-    events = await _three_on_the_baseline(
+    events = await _on_the_baseline(
         tmp_path, RuleContainer(program(LABELS)), delays=(1.0, 0.1, 0.0)
     )
     children = [e.data["candidate_id"] for e in events if e.type == "candidate"][:3]
@@ -452,17 +456,20 @@ async def test_a_child_waits_for_siblings_asked_with_it_so_all_are_stacked_at_on
     assert not set(children) & set(gated)
 
 
-async def _three_on_the_baseline(
-    tmp_path: Path, container: RuleContainer, delays: tuple[float, ...]
+async def _on_the_baseline(
+    tmp_path: Path,
+    container: RuleContainer,
+    delays: tuple[float, ...],
+    pick: Callable[[list[str], int], str] = lambda labels, n: labels[min(n - 1, len(labels) - 1)],
 ) -> list[Event]:
-    """A run with three proposals in flight on the baseline, each adding another label; the
-    n-th answers ``delays[n]`` seconds after the one before it (the first, after all three
-    were asked)."""
-    proposer = ScriptedProposer(pick=lambda labels, n: labels[min(n - 1, len(labels) - 1)])
-    holds = [proposer.hold(n) for n in (1, 2, 3)]
+    """A run with three proposals (one per delay) in flight on the baseline, each adding
+    another label (``pick``); the n-th answers ``delays[n]`` seconds after the one before it
+    (the first, after all were asked)."""
+    proposer = ScriptedProposer(pick=pick)
+    holds = [proposer.hold(n) for n in range(1, len(delays) + 1)]
 
     async def release() -> None:
-        while len(proposer.seen) < 3:
+        while len(proposer.seen) < len(delays):
             await asyncio.sleep(0.001)
         for hold, delay in zip(holds, delays, strict=True):
             await asyncio.sleep(delay)
@@ -475,7 +482,7 @@ async def _three_on_the_baseline(
         container,
         proposer,
         events,
-        proposals_in_flight=3,
+        proposals_in_flight=len(delays),
         minibatch_size=2 * len(LABELS),
         max_idle_iterations=2,
     )
@@ -497,6 +504,49 @@ async def test_proposals_in_flight_are_shown_different_kinds_of_failure(tmp_path
     )
     assert len(a) >= 3 and len(b) >= 3
     assert not a & b  # 12 kinds of failure are enough for two disjoint views
+
+
+async def test_a_stack_no_better_than_the_best_leaves_each_child_to_its_own_gate(
+    tmp_path: Path,
+) -> None:
+    # Two children written at once each add a line that fixes nothing: their stack is scored
+    # on train, is no better than the best, and is not accepted; each child then gets its
+    # own gate (and fails it too).
+    container = RuleContainer(program(LABELS))
+    events = await _on_the_baseline(
+        tmp_path, container, delays=(1.0, 0.0), pick=lambda labels, n: f"zzz{n}"
+    )
+    stack = next(e.data for e in events if e.type == "stack")
+    gates = {e.data["candidate_id"]: e.data for e in events if e.type == "gate"}
+    assert not gates[stack["candidate_id"]]["accepted"]
+    assert all(c in gates and not gates[c]["accepted"] for c in stack["children"])
+    best = [e.data for e in events if e.type == "promotion"][0]
+    assert best["best_id"] == best["baseline_id"]
+
+
+async def test_writers_at_the_same_time_split_the_kinds_of_failure_between_them(
+    tmp_path: Path,
+) -> None:
+    # Six kinds of failure (two seeds each) and three writers asked at once: two kinds each,
+    # none shown twice, so the wave's three edits fix three different things.
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    holds = [proposer.hold(n) for n in (1, 2, 3)]
+
+    async def release() -> None:
+        while len(proposer.seen) < 3:
+            await asyncio.sleep(0.01)
+        for hold in holds:
+            hold.set()
+
+    releaser = asyncio.create_task(release())
+    await _run(tmp_path, container, proposer, proposals_in_flight=3, max_metric_calls=150)
+    await asyncio.wait_for(releaser, 5)
+    views = [
+        {e.feedback for e in r.evaluations + r.train_evaluations if e.reward == 0.0}
+        for r in proposer.seen[:3]
+    ]
+    assert [len(v) for v in views] == [2, 2, 2]
+    assert len(set().union(*views)) == 6
 
 
 async def test_the_search_stops_when_proposals_stop_improving_the_best(tmp_path: Path) -> None:
