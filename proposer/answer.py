@@ -135,18 +135,21 @@ def parse_reply(
     Returns the blocks naming a target (the last usable one wins when one is repeated).
     ``cut_off_at`` is the ``max_tokens`` the answer ran into (``finish_reason == "length"``),
     ``None`` when it ended by itself: a cut-off answer keeps only its complete blocks.
-    With ``shown``, blocks that echo the request are ignored. Raises ``ProposalRejected``:
-    ``cut_off`` when a cut-off answer has no usable block for a target, ``no_submission``
-    when a finished answer has none.
+    With ``shown``, blocks that echo the request are ignored; empty blocks do not count.
+    Raises ``ProposalRejected``: ``cut_off`` when a cut-off answer has no usable block for a
+    target, ``no_submission`` when a finished answer has none.
     """
     blocks = _header_blocks(content)
     if not blocks and len(targets) == 1:
         blocks = _fenced_block(content, targets[0])
     named = [b for b in blocks if b.name in targets]
     kept, echoes = _split_echoes(named, shown) if shown is not None else (named, [])
-    usable = [b for b in kept if cut_off_at is None or b.complete]
+    # An empty block is no submission either: a small model opens the block and closes it at
+    # once (the text, if any, follows outside it); asked again, it usually fills it in.
+    usable = [b for b in kept if b.text.strip() and (cut_off_at is None or b.complete)]
     if not usable:
-        raise _rejection(content, targets, named, bool(echoes), cut_off_at)
+        empty = any(not b.text.strip() for b in kept)
+        raise _rejection(content, targets, named, bool(echoes), cut_off_at, empty=empty)
     found = {b.name: b.text for b in usable}
     rationale = _rationale(content, blocks, shown)
     if rationale and cut_off_at is not None and content.rstrip().endswith(rationale):
@@ -178,10 +181,14 @@ def _rejection(
     named: list[_Block],
     echoed: bool,
     cut_off_at: int | None,
+    *,
+    empty: bool = False,
 ) -> ProposalRejected:
     wanted = ", ".join(targets)
     if echoed:
         problem = f"its block for {wanted} copies the request instead of writing a new text"
+    elif empty:
+        problem = f"its block for {wanted} is empty"
     elif named:
         problem = f"its block for {wanted} was not closed before the cut, so it is incomplete"
     else:

@@ -99,7 +99,10 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             "proposer_mode": "text",
             "key": LOCAL_KEY,
             # ~10 tokens/s on 2 cores: cap each reflection at ~1 minute, and stop a search
-            # that keeps getting echoes instead of burning the afternoon on it.
+            # that keeps getting echoes instead of burning the afternoon on it. A 1.5B
+            # improves the prompt rarely (one proposal in 5-10), so the budget, not
+            # --patience, ends the search: 12 proposals without a better one can stop a run
+            # a few proposals before its next improvement.
             "extra": [
                 "--reflection-max-tokens",
                 "700",
@@ -107,6 +110,8 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
                 "2500",
                 "--max-idle-iterations",
                 "6",
+                "--patience",
+                "0",
             ],
         }
 

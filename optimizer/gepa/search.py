@@ -156,6 +156,7 @@ class GepaSearch:
         # Accepted children that broke seeds their parent passed without beating it: the next
         # free worker builds on one of them, shown the seeds it broke (``_follow_up``).
         self._follow: dict[str, list[str]] = {}
+        self._follow_left: Counter[str] = Counter()  # writers still to build on each of them
         self._waiting: list[_Waiting] = []  # children queued for ``_accepting``
         self._writing: dict[int, float] = {}  # iteration -> when its reflection call began
         self._spans: dict[int, tuple[float, float]] = {}  # iteration -> call began, ended
@@ -292,7 +293,10 @@ class GepaSearch:
                 pair = pairs[self._d.rng.randrange(len(pairs))]
             elif self._follow:
                 parent_id = next(iter(self._follow))
-                broken = self._follow.pop(parent_id)
+                broken = self._follow[parent_id]
+                self._follow_left[parent_id] -= 1
+                if self._follow_left[parent_id] <= 0:  # every writer has had its turn on it
+                    del self._follow[parent_id]
             else:
                 parent_id = sample_parent(self._d.state.frontier, self._d.rng, self._repeats)
                 broken = []
@@ -473,27 +477,30 @@ class GepaSearch:
             await self._full_train(candidate.candidate_id, against)
 
     async def _stack(self, entry: _Waiting) -> bool:
-        """Accept ``entry`` together with the other children waiting for the same best.
+        """Accept ``entry`` together with the other children waiting on the same base.
 
-        Children written at the same time on the best (or on a best replaced since) each add
-        their own fix. Replayed one after another on the current best (three-way merges, no
+        Children written at the same time on one parent each add their own fix; their base
+        is that parent, or the best that replaced it when the parent was the best
+        (``_base_of``). Replayed one after another on the base (three-way merges, no
         reflection call), they make one candidate that is scored on train once
-        (``_scored_better``), instead of a gate and a train evaluation per child in turn. If
-        it is no better than the best, each child is gated on its own.
+        (``_scored_better``), instead of a gate and a train evaluation per child in turn.
+        One that is worse than its base leaves each child to its own gate; one that only
+        trades seeds with it is built on next (``_follow_up``).
         """
-        d, best = self._d, self._best_id()
-        if best is None or not entry.stackable:
+        d = self._d
+        if not entry.stackable:
             return False
-        merged, used = self._replay_on(best, entry)
+        base = self._base_of(entry)
+        merged, used = self._replay_on(base, entry)
         if len(used) < 2 or entry not in used:
             return False
         ids = [w.child.candidate_id for w in used]
         record = await self._derive(
             f"{entry.iteration}s",
             merged,
-            (best, *ids),
+            (base, *ids),
             f"stacked: the edits of {', '.join(ids)} (written at the same time) replayed on "
-            f"{best}, the best candidate. " + " | ".join(w.child.rationale for w in used),
+            f"{base}. " + " | ".join(w.child.rationale for w in used),
             "merge",
             entry.iteration,
         )
@@ -505,20 +512,44 @@ class GepaSearch:
                 "iteration": entry.iteration,
                 "candidate_id": record.candidate_id,
                 "children": ids,
-                "onto": best,
+                "onto": base,
             },
         )
-        if not await self._scored_better(entry.iteration, record, best):
+        if await self._scored_better(entry.iteration, record, base):
             for w in used:
+                w.done = True
+            await self._full_train(record.candidate_id, base)
+            return True
+        if not self._sideways(record.candidate_id, base):
+            for w in used:  # some edit hurt: each child is gated on its own
                 w.stackable = False
             return False
+        # As good as its base, winning other seeds: the edits trade seeds (look-alike rules).
+        # Gating each child alone would pay a gate and a train evaluation per child to find
+        # the same; the next proposals build on the stack, shown the seeds it broke.
         for w in used:
             w.done = True
-        await self._full_train(record.candidate_id, best)
+        self._follow_up(record.candidate_id, base)
         return True
 
-    async def _scored_better(self, iteration: int, record: CandidateRecord, best: str) -> bool:
-        """Score a stack on every train seed at once; whether it beats ``best`` there.
+    def _base_of(self, w: _Waiting) -> str:
+        """What a waiting child's edit is replayed on: the best that replaced its parent, if
+        its parent was the best when it was asked, else its parent."""
+        return self._superseded(w.parent_id, w.best_at_start) or w.parent_id
+
+    def _sideways(self, candidate_id: str, base: str) -> bool:
+        """Whether a fully scored candidate ties ``base``'s train mean and wins other seeds."""
+        s = self._d.state
+        mean, base_mean = s.train_mean(candidate_id), s.train_mean(base)
+        return (
+            mean is not None
+            and base_mean is not None
+            and abs(mean - base_mean) < 1e-9
+            and candidate_id in s.frontier.members()
+        )
+
+    async def _scored_better(self, iteration: int, record: CandidateRecord, base: str) -> bool:
+        """Score a stack on every train seed at once; whether it beats ``base`` there.
 
         A stack carries several writers' fixes and nearly always earns its train evaluation,
         so it skips the minibatch gate: the full evaluation takes as many rounds of rollouts
@@ -533,7 +564,7 @@ class GepaSearch:
             await score_on_train(d, self._lock, cid)
         finally:
             self._gating.discard(cid)
-        scores, parent = d.state.train.get(cid, {}), d.state.train.get(best, {})
+        scores, parent = d.state.train.get(cid, {}), d.state.train.get(base, {})
         seeds = [s for s in d.state.train_seeds if s in scores and s in parent]
         accepted = passes_gate([parent], scores, seeds)
         await d.events.emit(
@@ -541,7 +572,7 @@ class GepaSearch:
             {
                 "iteration": iteration,
                 "candidate_id": cid,
-                "parent": best,
+                "parent": base,
                 "parent_score": gate_total(parent, seeds),
                 "child_score": gate_total(scores, seeds),
                 "minibatch": seeds,
@@ -554,22 +585,18 @@ class GepaSearch:
                 d.refresh_reserve()
         return accepted
 
-    def _replay_on(self, best: str, entry: _Waiting) -> tuple[dict[str, str], list[_Waiting]]:
-        """The waiting children's edits replayed on ``best`` (``entry`` first), and who added one.
+    def _replay_on(self, base: str, entry: _Waiting) -> tuple[dict[str, str], list[_Waiting]]:
+        """The waiting children's edits replayed on ``base`` (``entry`` first), and who added one.
 
-        A child counts when it was written on ``best`` or on a best ``best`` replaced, and its
-        three-way merge applies cleanly and changes something.
+        A child counts when its base (``_base_of``) is ``base`` and its three-way merge
+        applies cleanly and changes something.
         """
         d = self._d
-
-        def on_best(w: _Waiting) -> bool:
-            return w.stackable and (
-                w.parent_id == best or self._superseded(w.parent_id, w.best_at_start) == best
-            )
-
         queue = [entry, *(w for w in self._waiting if w is not entry and not w.done)]
-        merged, used = dict(d.state.candidates[best].components), []
-        for w in filter(on_best, queue):
+        merged, used = dict(d.state.candidates[base].components), []
+        for w in queue:
+            if not w.stackable or self._base_of(w) != base:
+                continue
             parent = d.state.candidates[w.parent_id].components
             m = merge_components(parent, merged, w.child.components)
             if m is not None and m != merged:
@@ -601,7 +628,7 @@ class GepaSearch:
         failing.sort(key=lambda s: s not in broken)  # a follow-up is shown what its edit broke
         all_failing = set(failing)
         if share:
-            failing = self._share_of(failing, kind, shown, broken)
+            failing = self._share_of(failing, kind, shown)
         fresh = [s for s in failing if not any(shown[s])]
         chosen = failing[: min(len(failing), -(-size // 2))]
         passing = [s for s in rotation if s not in all_failing]
@@ -615,7 +642,6 @@ class GepaSearch:
         failing: list[str],
         kind: Mapping[str, str],
         shown: Mapping[str, tuple[bool, bool]],
-        broken: Sequence[str],
     ) -> list[str]:
         """The failures of this writer's share of the kinds nobody in flight was shown.
 
@@ -623,7 +649,8 @@ class GepaSearch:
         lists them first): with ten kinds and four writers, 3 + 3 + 2 + 2, so that each wave
         of proposals fixes as many different things as it has writers, and the stack of their
         edits (``_stack``) gains one fix per writer. A writer that finds every kind taken is
-        shown all of them, as one writer alone is; seeds a follow-up broke always stay.
+        shown all of them, as one writer alone is. The seeds a follow-up's parent broke
+        come first in ``failing``, so the writers building on it share those first.
         """
         workers = self._d.config.proposals_in_flight or 1
         taken = {kind.get(s, s): shown[s][0] for s in failing}
@@ -631,8 +658,7 @@ class GepaSearch:
         if workers <= 1 or not unshown:
             return failing
         free = max(1, workers - self._writers)
-        mine = set(unshown[: -(-len(unshown) // free)])
-        mine.update(kind.get(s, s) for s in broken)
+        mine = set(unshown[: -(-len(unshown) // free)])  # what a follow-up broke comes first
         return [s for s in failing if kind.get(s, s) in mine]
 
     async def _learn_kinds(self, parent_id: str) -> None:
@@ -1116,3 +1142,5 @@ class GepaSearch:
         sideways = mean is not None and parent_mean is not None and mean <= parent_mean
         if broken and sideways and candidate_id in s.frontier.members():
             self._follow[candidate_id] = broken
+            # Every writer free meanwhile builds on it, each shown its share of what it broke.
+            self._follow_left[candidate_id] = self._d.config.proposals_in_flight or 1

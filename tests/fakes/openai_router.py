@@ -33,6 +33,8 @@ class ModelRouter:
         body, more = b"", True
         while more:
             message = await receive()
+            if message["type"] == "http.disconnect":  # a search that stopped dropped its call
+                return
             body += message.get("body", b"")
             more = message.get("more_body", False)
         model = str(json.loads(body or b"{}").get("model"))

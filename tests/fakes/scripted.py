@@ -55,6 +55,8 @@ class RuleContainer:
     # Look-alike labels: with both lines and no ``- <a>_<b>`` line telling them apart, the
     # items of the one listed first get the other's label (feedback: ``expected <a>_<b>``).
     rivals: dict[str, str] = field(default_factory=dict)
+    # A line that makes the student fail every item (an edit that only hurts).
+    poison: str | None = None
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
@@ -67,7 +69,7 @@ class RuleContainer:
         self.calls[(content_hash(body["candidate"]), seed)] += 1
         label = seed.rsplit("-", 1)[0]
         known = {line[2:].strip() for line in prompt.splitlines() if line.startswith("- ")}
-        ok = label in known
+        ok = label in known and self.poison not in known
         rival = self.rivals.get(label)
         pair = "_".join(sorted((label, rival or "")))
         if ok and rival in known and pair not in known:

@@ -506,22 +506,66 @@ async def test_proposals_in_flight_are_shown_different_kinds_of_failure(tmp_path
     assert not a & b  # 12 kinds of failure are enough for two disjoint views
 
 
-async def test_a_stack_no_better_than_the_best_leaves_each_child_to_its_own_gate(
+def _with_ant(labels: list[str]) -> dict[str, Any]:
+    """The rules program with a baseline that already lists ``ant``."""
+    spec = program(labels)
+    spec["components"][0]["text"] += "\n- ant"
+    return spec
+
+
+async def test_a_stack_worse_than_its_base_leaves_each_child_to_its_own_gate(
     tmp_path: Path,
 ) -> None:
-    # Two children written at once each add a line that fixes nothing: their stack is scored
-    # on train, is no better than the best, and is not accepted; each child then gets its
-    # own gate (and fails it too).
-    container = RuleContainer(program(LABELS))
+    # Two children written at once: one adds a label, the other a line that breaks every
+    # item. Their stack is worse than the baseline on train; each child alone is then gated,
+    # and only the good one is accepted.
+    container = RuleContainer(_with_ant(LABELS), poison="poison")
     events = await _on_the_baseline(
-        tmp_path, container, delays=(1.0, 0.0), pick=lambda labels, n: f"zzz{n}"
+        tmp_path,
+        container,
+        delays=(1.0, 0.0),
+        pick=lambda labels, n: ("cat", "poison")[n - 1] if n <= 2 else labels[0],
     )
     stack = next(e.data for e in events if e.type == "stack")
     gates = {e.data["candidate_id"]: e.data for e in events if e.type == "gate"}
     assert not gates[stack["candidate_id"]]["accepted"]
-    assert all(c in gates and not gates[c]["accepted"] for c in stack["children"])
-    best = [e.data for e in events if e.type == "promotion"][0]
-    assert best["best_id"] == best["baseline_id"]
+    assert (
+        gates[stack["candidate_id"]]["child_score"] < gates[stack["candidate_id"]]["parent_score"]
+    )
+    good, bad = stack["children"]
+    assert gates[good]["accepted"]
+    # The bad edit replayed on the new best is the stack's text again, known to be worse.
+    assert bad not in gates or not gates[bad]["accepted"]
+    scored = [e.data["candidate_id"] for e in events if e.type == "scored"]
+    assert bad not in scored
+
+
+async def test_a_stack_that_only_trades_seeds_is_built_on_next_not_split(tmp_path: Path) -> None:
+    # Look-alikes: with ``- ant`` and ``- bee`` and no ``- ant_bee``, the one listed first
+    # loses its items. One child adds ``bee`` (fixes bee, breaks ant), the other a line that
+    # fixes nothing: their stack ties the baseline. No child is gated alone (each would only
+    # repeat that); the next proposals build on the stack, shown the seeds it broke.
+    container = RuleContainer(_with_ant(LABELS), rivals={"ant": "bee", "bee": "ant"})
+    events = await _on_the_baseline(
+        tmp_path,
+        container,
+        delays=(1.0, 0.0),
+        pick=lambda labels, n: ("bee", "zzz")[n - 1] if n <= 2 else labels[0],
+    )
+    stack = next(e.data for e in events if e.type == "stack")
+    gates = [e.data for e in events if e.type == "gate"]
+    stack_gate = next(g for g in gates if g["candidate_id"] == stack["candidate_id"])
+    assert not stack_gate["accepted"]
+    assert stack_gate["child_score"] == stack_gate["parent_score"]
+    assert not {g["candidate_id"] for g in gates} & set(stack["children"])
+    built_on = [
+        e.data
+        for e in events
+        if e.type == "iteration" and e.data.get("parent") == stack["candidate_id"]
+    ]
+    assert built_on and {"ant-0", "ant-1"} & set(built_on[0]["minibatch"])
+    scored = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    assert max(scored.values()) > scored[stack["onto"]]  # the disambiguation was found on it
 
 
 async def test_writers_at_the_same_time_split_the_kinds_of_failure_between_them(

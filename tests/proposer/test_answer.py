@@ -145,8 +145,12 @@ def test_a_copied_placeholder_line_is_dropped_and_a_bare_one_ignored() -> None:
     assert _rejected(only).reason == "no_submission"
 
 
-def test_an_empty_block_is_returned_for_the_guards_to_reject() -> None:
-    assert parse_reply("<<<COMPONENT a\n   \n>>>\nRATIONALE: r", ("a",))[0] == {"a": ""}
+def test_an_empty_block_is_no_submission_and_a_later_full_one_counts() -> None:
+    rejected = _rejected("<<<COMPONENT a\n   \n>>>\nRATIONALE: r")
+    assert rejected.reason == "no_submission" and "its block for a is empty" in str(rejected)
+    # A small model that opens and closes the block at once, then writes it again in full.
+    again = "<<<COMPONENT a\n>>>\n<<<COMPONENT a\nbetter text\n>>>\nRATIONALE: r"
+    assert parse_reply(again, ("a",))[0] == {"a": "better text"}
 
 
 def test_fenced_block_is_accepted_only_for_a_single_target() -> None:

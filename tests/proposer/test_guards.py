@@ -22,7 +22,7 @@ NEW = "Classify the banking intent; delivery-time questions are card_delivery_es
     ("answer", "finish", "reason"),
     [
         (f"<<<COMPONENT system_prompt\n{NEW[:40]}", "length", "cut_off"),
-        ("<<<COMPONENT system_prompt\n   \n>>>\nRATIONALE: empty", "stop", "empty"),
+        ("<<<COMPONENT system_prompt\n   \n>>>\nRATIONALE: empty", "stop", "no_submission"),
         (text_answer("x" * 501), "stop", "too_long"),
         ("No block here.", "stop", "no_submission"),
     ],
@@ -128,3 +128,16 @@ def test_unified_diff_per_changed_component() -> None:
     assert diff.startswith("--- p1/a\n+++ new/a\n")
     assert "-two\n+three\n" in diff
     assert "b" not in diff.replace("p1/a", "").replace("new/a", "")
+
+
+def test_a_component_emptied_by_an_edit_is_rejected() -> None:
+    # Text mode never hands one over (an empty block is no submission); a tool call can.
+    with pytest.raises(ProposalRejected) as info:
+        check_candidate(
+            {"system_prompt": "  \n"},
+            bases=[{"system_prompt": PARENT_PROMPT}],
+            targets=["system_prompt"],
+            cap=6000,
+            existing_hashes=frozenset(),
+        )
+    assert info.value.reason == "empty"
