@@ -555,7 +555,7 @@ class GepaSearch:
         so it skips the minibatch gate: the full evaluation takes as many rounds of rollouts
         as a gate and the rest of the train split would (fewer when the gate would extend),
         and it decides on every seed, which a noisy student needs (a few seeds can hide
-        several fixes). One that is no better leaves each child to its own gate.
+        several fixes). What happens to one that is no better: ``_stack``.
         """
         d, cid = self._d, record.candidate_id
         self._gating.add(cid)
@@ -685,10 +685,7 @@ class GepaSearch:
         return list(dict.fromkeys([*failing, *(kind.get(s, s) for s in failing)]))
 
     async def _seeds_for(
-        self,
-        parent_id: str,
-        targets: Sequence[str],
-        rotation: list[str],
+        self, parent_id: str, targets: Sequence[str], rotation: list[str]
     ) -> tuple[list[str], list[str]]:
         """Gate seeds for an edit (meant to fix ``targets``) rebased onto ``parent_id``.
 
