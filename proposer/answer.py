@@ -144,8 +144,8 @@ def parse_reply(
         blocks = _fenced_block(content, targets[0])
     named = [b for b in blocks if b.name in targets]
     kept, echoes = _split_echoes(named, shown) if shown is not None else (named, [])
-    # An empty block is no submission either: a small model opens the block and closes it at
-    # once (the text, if any, follows outside it); asked again, it usually fills it in.
+    # A block with no text is no submission either: it is asked for again, like an answer
+    # without a block, instead of being refused by the guards as an empty component.
     usable = [b for b in kept if b.text.strip() and (cut_off_at is None or b.complete)]
     if not usable:
         empty = any(not b.text.strip() for b in kept)

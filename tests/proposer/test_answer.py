@@ -148,7 +148,7 @@ def test_a_copied_placeholder_line_is_dropped_and_a_bare_one_ignored() -> None:
 def test_an_empty_block_is_no_submission_and_a_later_full_one_counts() -> None:
     rejected = _rejected("<<<COMPONENT a\n   \n>>>\nRATIONALE: r")
     assert rejected.reason == "no_submission" and "its block for a is empty" in str(rejected)
-    # A small model that opens and closes the block at once, then writes it again in full.
+    # An empty block, then the same block with text: the one with text counts.
     again = "<<<COMPONENT a\n>>>\n<<<COMPONENT a\nbetter text\n>>>\nRATIONALE: r"
     assert parse_reply(again, ("a",))[0] == {"a": "better text"}
 
