@@ -74,6 +74,7 @@ async def _run(container: str, reflection: str, args: argparse.Namespace) -> lis
         proposals_in_flight=1,
         max_metric_calls=100_000,
         max_idle_iterations=1_000,
+        patience=0,  # count proposals, however few improve the prompt
         use_merge=False,
         seed=args.seed,
     )
