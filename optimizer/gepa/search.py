@@ -153,10 +153,9 @@ class GepaSearch:
         self._repeats: Counter[str] = Counter()  # proposals on a parent that repeated a text
         self._kinds: dict[str, dict[str, str]] = {}  # parent -> failing seed -> failure kind
         self._pending: set[asyncio.Task[None]] = set()  # children being accepted
-        # Accepted children that broke seeds their parent passed without beating it: the next
-        # free worker builds on one of them, shown the seeds it broke (``_follow_up``).
-        self._follow: dict[str, list[str]] = {}
-        self._follow_left: Counter[str] = Counter()  # writers still to build on each of them
+        # Accepted children that broke seeds their parent passed without beating it -> (the
+        # seeds it broke, writers still to build on it, shown those first) (``_follow_up``).
+        self._follow: dict[str, tuple[list[str], int]] = {}
         self._waiting: list[_Waiting] = []  # children queued for ``_accepting``
         self._writing: dict[int, float] = {}  # iteration -> when its reflection call began
         self._spans: dict[int, tuple[float, float]] = {}  # iteration -> call began, ended
@@ -293,10 +292,9 @@ class GepaSearch:
                 pair = pairs[self._d.rng.randrange(len(pairs))]
             elif self._follow:
                 parent_id = next(iter(self._follow))
-                broken = self._follow[parent_id]
-                self._follow_left[parent_id] -= 1
-                if self._follow_left[parent_id] <= 0:  # every writer has had its turn on it
-                    del self._follow[parent_id]
+                broken, left = self._follow.pop(parent_id)
+                if left > 1:  # writers still to have their turn on it
+                    self._follow[parent_id] = (broken, left - 1)
             else:
                 parent_id = sample_parent(self._d.state.frontier, self._d.rng, self._repeats)
                 broken = []
@@ -1138,6 +1136,5 @@ class GepaSearch:
         mean, parent_mean = s.train_mean(candidate_id), s.train_mean(parent_id)
         sideways = mean is not None and parent_mean is not None and mean <= parent_mean
         if broken and sideways and candidate_id in s.frontier.members():
-            self._follow[candidate_id] = broken
             # Every writer free meanwhile builds on it, each shown its share of what it broke.
-            self._follow_left[candidate_id] = self._d.config.proposals_in_flight or 1
+            self._follow[candidate_id] = (broken, self._d.config.proposals_in_flight or 1)

@@ -513,18 +513,27 @@ def _with_ant(labels: list[str]) -> dict[str, Any]:
     return spec
 
 
+async def _two_on_ant(
+    tmp_path: Path, container: RuleContainer, lines: tuple[str, str]
+) -> list[Event]:
+    """Two proposals on the ``- ant`` baseline, answered together, adding ``lines``; later
+    proposals add the first label of the failures they are shown."""
+    return await _on_the_baseline(
+        tmp_path,
+        container,
+        delays=(1.0, 0.0),
+        pick=lambda labels, n: lines[n - 1] if n <= len(lines) else labels[0],
+    )
+
+
 async def test_a_stack_worse_than_its_base_leaves_each_child_to_its_own_gate(
     tmp_path: Path,
 ) -> None:
     # Two children written at once: one adds a label, the other a line that breaks every
     # item. Their stack is worse than the baseline on train; each child alone is then gated,
     # and only the good one is accepted.
-    container = RuleContainer(_with_ant(LABELS), poison="poison")
-    events = await _on_the_baseline(
-        tmp_path,
-        container,
-        delays=(1.0, 0.0),
-        pick=lambda labels, n: ("cat", "poison")[n - 1] if n <= 2 else labels[0],
+    events = await _two_on_ant(
+        tmp_path, RuleContainer(_with_ant(LABELS), poison="poison"), ("cat", "poison")
     )
     stack = next(e.data for e in events if e.type == "stack")
     gates = {e.data["candidate_id"]: e.data for e in events if e.type == "gate"}
@@ -546,12 +555,7 @@ async def test_a_stack_that_only_trades_seeds_is_built_on_next_not_split(tmp_pat
     # fixes nothing: their stack ties the baseline. No child is gated alone (each would only
     # repeat that); the next proposals build on the stack, shown the seeds it broke.
     container = RuleContainer(_with_ant(LABELS), rivals={"ant": "bee", "bee": "ant"})
-    events = await _on_the_baseline(
-        tmp_path,
-        container,
-        delays=(1.0, 0.0),
-        pick=lambda labels, n: ("bee", "zzz")[n - 1] if n <= 2 else labels[0],
-    )
+    events = await _two_on_ant(tmp_path, container, ("bee", "zzz"))
     stack = next(e.data for e in events if e.type == "stack")
     gates = [e.data for e in events if e.type == "gate"]
     stack_gate = next(g for g in gates if g["candidate_id"] == stack["candidate_id"])
