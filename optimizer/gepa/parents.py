@@ -8,7 +8,7 @@ rare seeds keeps a chance; merges pair candidates from different branches only.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from optimizer.runtime.frontier import Frontier
 
@@ -16,7 +16,10 @@ __all__ = ["ancestors", "common_ancestor", "complementary_pairs", "sample_parent
 
 
 def sample_parent(
-    frontier: Frontier, rng: random.Random, repeats: Mapping[str, int] | None = None
+    frontier: Frontier,
+    rng: random.Random,
+    repeats: Mapping[str, int] | None = None,
+    exhausted: Collection[str] = (),
 ) -> str:
     """Pick a parent with probability proportional to the seeds it wins.
 
@@ -24,12 +27,18 @@ def sample_parent(
     known text: each halves its weight. A parent whose failures its children already
     address keeps drawing the same edit from the reflection model (a frontier member that
     wins a few seeds by noise, say); the next reflection call is better spent elsewhere.
+
+    ``exhausted`` candidates (every failure of theirs was shown to a proposal on them
+    already) are drawn only when no other candidate has weight.
     """
     wins = frontier.wins()
     if not wins:
         raise ValueError("the frontier is empty: evaluate the baseline first")
     ids, seen = list(wins), repeats or {}
     weights = [len(wins[cid]) / 2 ** seen.get(cid, 0) for cid in ids]
+    fresh = [0.0 if cid in exhausted else w for cid, w in zip(ids, weights, strict=True)]
+    if any(fresh):
+        weights = fresh
     return rng.choices(ids, weights=weights, k=1)[0]
 
 

@@ -30,7 +30,12 @@ from dataclasses import dataclass
 
 from optimizer.gepa.gate import gate_total, passes_gate, ties
 from optimizer.gepa.merge3 import merge_components
-from optimizer.gepa.parents import common_ancestor, complementary_pairs, sample_parent
+from optimizer.gepa.parents import (
+    ancestors,
+    common_ancestor,
+    complementary_pairs,
+    sample_parent,
+)
 from optimizer.runtime.deps import SearchDeps, score_on_train
 from optimizer.runtime.dispatch import SeedResult
 from optimizer.runtime.minibatch import MinibatchSampler
@@ -66,6 +71,10 @@ MAX_REGATES = 2
 TOGETHER_S = 0.5
 GATHER_SHARE = 0.25
 GATHER_MAX_S = 2.0
+CONVERGED = (
+    "nothing left to show: every failure of every frontier candidate was shown to the "
+    "reflection model, and it proposed nothing new"
+)
 
 
 def evaluations_of(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
@@ -152,6 +161,10 @@ class GepaSearch:
         self._writers = 0  # mutations between choosing their evidence and their answer
         self._repeats: Counter[str] = Counter()  # proposals on a parent that repeated a text
         self._kinds: dict[str, dict[str, str]] = {}  # parent -> failing seed -> failure kind
+        self._asked: dict[str, set[str]] = {}  # parent -> failure kinds shown to proposals on it
+        self._barren: dict[
+            str, set[str]
+        ] = {}  # parent -> kinds shown in proposals that made nothing
         self._pending: set[asyncio.Task[None]] = set()  # children being accepted
         # Accepted children that broke seeds their parent passed without beating it -> (the
         # seeds it broke, writers still to build on it, shown those first) (``_follow_up``).
@@ -228,6 +241,52 @@ class GepaSearch:
             self._stop = reason
         self._stopped.set()
 
+    def _exhausted(self) -> set[str]:
+        """Candidates each of whose failure kinds was already shown to a proposal on them.
+
+        Another proposal on one would be shown what an earlier one was shown and mostly write
+        the same edit again (or nothing new); while other frontier candidates have failures
+        nobody was shown, the next proposal goes to one of them.
+        """
+        return {
+            cid
+            for cid, kinds in self._kinds.items()
+            if kinds and set(kinds.values()) <= self._asked.get(cid, set())
+        }
+
+    def _spent(self, members: set[str]) -> set[str]:
+        """Frontier ``members`` not worth another round of proposals.
+
+        Each failure kind of one was shown in a proposal that made nothing new, or each was
+        shown and another member has been built on it since (the edits its proposals made
+        live on there, so a new round on it would mostly write them again).
+        """
+        lineage = self._parents()
+        built_on = {a for cid in members for a in ancestors(lineage, cid)}
+        return {
+            cid
+            for cid in members
+            if (kinds := set(self._kinds.get(cid, {}).values()))
+            and (
+                kinds <= self._barren.get(cid, set())
+                or (cid in built_on and kinds <= self._asked.get(cid, set()))
+            )
+        }
+
+    async def _news(self) -> None:
+        """Wait until a proposal being written ends, a child is settled or the search stops."""
+
+        async def written() -> None:
+            async with self._written:
+                await self._written.wait()
+
+        waiters = [asyncio.create_task(written()), asyncio.create_task(self._stopped.wait())]
+        try:
+            await asyncio.wait([*waiters, *self._pending], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waiters:
+                task.cancel()
+
     def _parents(self) -> dict[str, Sequence[str]]:
         return {cid: r.parents for cid, r in self._d.state.candidates.items()}
 
@@ -276,6 +335,7 @@ class GepaSearch:
     async def _step(self) -> bool | None:
         """One iteration; True when it produced a new candidate, None when it only waited."""
         self._d.budget.check_search()
+        wait = False
         async with self._lock:
             self._iteration += 1
             iteration = self._iteration
@@ -296,10 +356,27 @@ class GepaSearch:
                 if left > 1:  # writers still to have their turn on it
                     self._follow[parent_id] = (broken, left - 1)
             else:
-                parent_id = sample_parent(self._d.state.frontier, self._d.rng, self._repeats)
+                exhausted, members = self._exhausted(), set(self._d.state.frontier.wins())
+                if members <= exhausted:
+                    if self._writers or self._pending:
+                        wait = True  # what is being written or accepted may bring new failures
+                    elif members <= (spent := self._spent(members)):
+                        self._halt(CONVERGED)
+                        return None
+                    else:  # a new round on the others: their failures may be shown once more
+                        for cid in members - spent:
+                            self._asked.pop(cid, None)
+                        exhausted = self._exhausted()
+                if not wait:
+                    parent_id = sample_parent(
+                        self._d.state.frontier, self._d.rng, self._repeats, exhausted=exhausted
+                    )
                 broken = []
             minibatch = self._sampler.next()
             best_at_start = self._best_id()
+        if wait:
+            await self._news()
+            return None
         if merging:
             return await self._merge(iteration, pair)
         return await self._mutate(iteration, parent_id, minibatch, best_at_start, broken)
@@ -325,17 +402,24 @@ class GepaSearch:
             else:
                 busy = False
                 self._shown.update(shown)
+                self._asked.setdefault(parent_id, set()).update(shown)
                 self._writers += 1
         if busy:
             await asyncio.wait(set(self._pending), return_when=asyncio.FIRST_COMPLETED)
             return None
+        made = False
         try:
-            return await self._reflect_and_gate(
+            made = await self._reflect_and_gate(
                 iteration, parent_id, minibatch, context, best_at_start
             )
+            return made
         finally:
+            if not made:  # nothing new came of showing these failures on this parent
+                self._barren.setdefault(parent_id, set()).update(shown)
             self._shown.subtract(shown)
             self._writers -= 1
+            async with self._written:
+                self._written.notify_all()
 
     async def _reflect_and_gate(
         self,
