@@ -162,9 +162,9 @@ class GepaSearch:
         self._repeats: Counter[str] = Counter()  # proposals on a parent that repeated a text
         self._kinds: dict[str, dict[str, str]] = {}  # parent -> failing seed -> failure kind
         self._asked: dict[str, set[str]] = {}  # parent -> failure kinds shown to proposals on it
-        self._barren: dict[
-            str, set[str]
-        ] = {}  # parent -> kinds shown in proposals that made nothing
+        # Parent -> kinds shown in proposals that came back unchanged or duplicate (``_spent``).
+        self._barren: dict[str, set[str]] = {}
+        self._kept: set[int] = set()  # iterations whose answer was unchanged or a duplicate
         self._pending: set[asyncio.Task[None]] = set()  # children being accepted
         # Accepted children that broke seeds their parent passed without beating it -> (the
         # seeds it broke, writers still to build on it, shown those first) (``_follow_up``).
@@ -257,9 +257,11 @@ class GepaSearch:
     def _spent(self, members: set[str]) -> set[str]:
         """Frontier ``members`` not worth another round of proposals.
 
-        Each failure kind of one was shown in a proposal that made nothing new, or each was
-        shown and another member has been built on it since (the edits its proposals made
-        live on there, so a new round on it would mostly write them again).
+        Each failure kind of one was shown in a proposal that came back unchanged or a
+        duplicate (a refused answer, cut off or writing outside the components, does not
+        count: the model may still have something to say), or each was shown and another
+        member has been built on it since (the edits its proposals made live on there, so a
+        new round on it would mostly write them again).
         """
         lineage = self._parents()
         built_on = {a for cid in members for a in ancestors(lineage, cid)}
@@ -407,14 +409,13 @@ class GepaSearch:
         if busy:
             await asyncio.wait(set(self._pending), return_when=asyncio.FIRST_COMPLETED)
             return None
-        made = False
         try:
-            made = await self._reflect_and_gate(
+            return await self._reflect_and_gate(
                 iteration, parent_id, minibatch, context, best_at_start
             )
-            return made
         finally:
-            if not made:  # nothing new came of showing these failures on this parent
+            if iteration in self._kept:  # nothing new came of showing these failures on it
+                self._kept.discard(iteration)
                 self._barren.setdefault(parent_id, set()).update(shown)
             self._shown.subtract(shown)
             self._writers -= 1
@@ -1116,6 +1117,8 @@ class GepaSearch:
         d.state.proposals[key] = None
         if reason == "duplicate" and len(parents) == 1:
             self._repeats[parents[0]] += 1
+        if reason in ("duplicate", "unchanged") and len(parents) == 1:
+            self._kept.add(iteration)  # the model saw the failures and wrote nothing new
         await d.events.emit(
             "proposal_rejected",
             {

@@ -57,6 +57,15 @@ def test_sampling_is_weighted_by_seeds_won_and_seeded() -> None:
     assert draws == again
 
 
+def test_a_candidate_whose_failures_were_all_shown_is_drawn_only_when_all_were() -> None:
+    scores = {"a": {"s1": 1, "s2": 1, "s3": 1, "s4": 0}, "b": {"s1": 0, "s2": 0, "s3": 0, "s4": 1}}
+    f = build_frontier(scores, SEEDS, ["a", "b"])
+    rng = random.Random(3)
+    assert {sample_parent(f, rng, exhausted={"a"}) for _ in range(200)} == {"b"}
+    both = Counter(sample_parent(f, rng, exhausted={"a", "b"}) for _ in range(4000))
+    assert 0.71 < both["a"] / 4000 < 0.79  # as if none were: weighted by seeds won
+
+
 def test_empty_frontier_cannot_be_sampled() -> None:
     with pytest.raises(ValueError, match="empty"):
         sample_parent(build_frontier({}, SEEDS, []), random.Random(0))

@@ -42,7 +42,11 @@ def _config(**extra: Any) -> RunConfig:
 async def _start(
     root: Path, container: RuleContainer, proposer: ScriptedProposer, **kwargs: Any
 ) -> asyncio.Task[Any]:
-    """The run as a task; returns once the first proposal is being written (mid-search)."""
+    """The run as a task; returns once the first proposal is being written (mid-search).
+
+    One proposal in flight: the held one is the search's only writer, so the run cannot
+    finish while the test acts on it (other writers could reach full marks meanwhile).
+    """
     hold = proposer.hold(1)
     asked = asyncio.Event()
     http = container.client()
@@ -54,7 +58,12 @@ async def _start(
     async def run() -> Any:
         async with http:
             return await run_optimization(
-                _config(), workspace=root, proposer=proposer, http=http, on_event=listen, **kwargs
+                _config(proposals_in_flight=1),
+                workspace=root,
+                proposer=proposer,
+                http=http,
+                on_event=listen,
+                **kwargs,
             )
 
     task = asyncio.create_task(run())

@@ -18,6 +18,7 @@ import pytest
 
 from optimizer.gepa.search import (
     CONTEXT_PER_MINIBATCH,
+    CONVERGED,
     MAX_REGATES,
     GepaSearch,
     failure_kind,
@@ -30,8 +31,15 @@ from optimizer.runtime.run import RunResult
 from optimizer.runtime.state import SearchState
 from optimizer.searches import run_optimization
 from proposer import ComponentSpec
-from schemas import CandidateRecord, Event, RunConfig, candidate_id_for, content_hash
-from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
+from schemas import (
+    CandidateRecord,
+    Event,
+    ProposalRejected,
+    RunConfig,
+    candidate_id_for,
+    content_hash,
+)
+from tests.fakes.scripted import FEEDBACK, RuleContainer, ScriptedProposer, program
 from workspace import Workspace
 
 LABELS = ["ant", "bee", "cat", "cow", "dog", "eel"]
@@ -629,6 +637,57 @@ async def test_the_search_stops_when_proposals_stop_improving_the_best(tmp_path:
         max_metric_calls=120,
     )
     assert "patience" not in result2.evidence["stop_reason"] and len(proposer2.seen) > 4
+
+
+@pytest.mark.parametrize("in_flight", [1, 4])
+async def test_the_search_stops_once_every_failure_was_shown_and_nothing_new_came_of_it(
+    tmp_path: Path, in_flight: int
+) -> None:
+    # The reflection model keeps the text as it is, whatever it is shown.
+    def keep(labels: list[str], n: int) -> str:
+        raise ProposalRejected("unchanged", "the text already says what it should")
+
+    container = RuleContainer(program(LABELS))
+    proposer = ScriptedProposer(pick=keep)
+    result = await _run(
+        tmp_path,
+        container,
+        proposer,
+        proposals_in_flight=in_flight,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    assert result.evidence["stop_reason"] == CONVERGED
+    shown = {
+        m.group(1)
+        for request in proposer.seen
+        for e in (*request.evaluations, *request.train_evaluations)
+        if (e.reward or 0.0) < 1.0 and (m := FEEDBACK.search(e.feedback))
+    }
+    assert shown == set(LABELS)  # every failure of the baseline, before it stopped
+    # Far fewer calls than the idle rule would have let it make; with four in flight, no
+    # writer was sent to repeat a failure while the others were still being written.
+    assert len(proposer.seen) <= len(LABELS)
+
+
+async def test_a_refused_answer_is_not_taken_for_nothing_new(tmp_path: Path) -> None:
+    # The first answer is cut off after every failure was shown; the search asks again.
+    def cut_off_first(labels: list[str], n: int) -> str:
+        if n == 1:
+            raise ProposalRejected("cut_off", "the answer ran out of tokens")
+        return labels[0]
+
+    proposer = ScriptedProposer(pick=cut_off_first)
+    result = await _run(
+        tmp_path,
+        RuleContainer(program(LABELS[:2])),
+        proposer,
+        proposals_in_flight=1,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    assert "scores full marks on every train seed" in result.evidence["stop_reason"]
+    assert len(proposer.seen) >= 3
 
 
 def test_failures_with_the_same_feedback_are_one_kind() -> None:
