@@ -73,7 +73,7 @@ GATHER_SHARE = 0.25
 GATHER_MAX_S = 2.0
 CONVERGED = (
     "nothing left to show: every failure of every frontier candidate was shown to the "
-    "reflection model, and it proposed nothing new"
+    "reflection model, which proposed nothing new for the candidates not built on since"
 )
 
 
