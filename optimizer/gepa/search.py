@@ -248,11 +248,12 @@ class GepaSearch:
         the same edit again (or nothing new); while other frontier candidates have failures
         nobody was shown, the next proposal goes to one of them.
         """
-        return {
-            cid
-            for cid, kinds in self._kinds.items()
-            if kinds and set(kinds.values()) <= self._asked.get(cid, set())
-        }
+        return {cid for cid in self._kinds if self._covered(cid, self._asked)}
+
+    def _covered(self, cid: str, shown: Mapping[str, set[str]]) -> bool:
+        """``cid`` has failures, and every kind of them is in ``shown[cid]``."""
+        kinds = set(self._kinds.get(cid, {}).values())
+        return bool(kinds) and kinds <= shown.get(cid, set())
 
     def _spent(self, members: set[str]) -> set[str]:
         """Frontier ``members`` not worth another round of proposals.
@@ -268,11 +269,8 @@ class GepaSearch:
         return {
             cid
             for cid in members
-            if (kinds := set(self._kinds.get(cid, {}).values()))
-            and (
-                kinds <= self._barren.get(cid, set())
-                or (cid in built_on and kinds <= self._asked.get(cid, set()))
-            )
+            if self._covered(cid, self._barren)
+            or (cid in built_on and self._covered(cid, self._asked))
         }
 
     async def _news(self) -> None:
