@@ -337,6 +337,8 @@ def simulated(task: str, seed: int, args: argparse.Namespace) -> Iterator[Arena]
             holdout=len(program["seeds"]["holdout"]),
             concurrency=args.concurrency,
             counted=True,
+            # The simulated reflection model stands for a hosted API, though it listens here.
+            ours_extra=("--reflection-endpoint", "hosted"),
             env={"OPENAI_API_KEY": DUMMY_KEY},
         )
 

@@ -15,6 +15,7 @@ from typing import Any
 from schemas.config import RunConfig
 from schemas.exceptions import UserError
 from schemas.records import ModelUsage
+from schemas.routing import ENDPOINT_KINDS
 
 __all__ = [
     "MODES",
@@ -139,6 +140,8 @@ class ProposerConfig:
     max_retries: int = 3
     temperature: float = 0.7
     seed: int | None = None  # sent to endpoints that support sampling seeds (OpenAI, llama.cpp)
+    # "local", "hosted" or "auto" (by base_url): a local model's echo is asked for once more.
+    endpoint: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -147,6 +150,10 @@ class ProposerConfig:
             )
         if self.mode not in MODES:
             raise UserError(f"proposer mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if self.endpoint not in ENDPOINT_KINDS:
+            raise UserError(
+                f"reflection endpoint {self.endpoint!r} is not one of {', '.join(ENDPOINT_KINDS)}"
+            )
         if self.max_steps < 1 or self.max_tokens < 1 or self.max_prompt_chars < 1:
             raise UserError("proposer max_steps, max_tokens and max_prompt_chars must be >= 1")
 
@@ -167,4 +174,5 @@ class ProposerConfig:
             max_tokens=cfg.reflection_max_tokens,
             max_retries=cfg.max_retries,
             seed=cfg.seed,
+            endpoint=cfg.reflection_endpoint,
         )

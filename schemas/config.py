@@ -40,6 +40,10 @@ class RunConfig(BaseModel):
     reflection_model: str | None = None
     reflection_base_url: str | None = None
     reflection_api_key_env: str = "OPENAI_API_KEY"
+    # What serves the reflection model: "local" (one server on this machine answering one
+    # request at a time, often a small model), "hosted" (an API answering many at once); "auto"
+    # tells them apart by the base URL's host (schemas.routing.is_local_url).
+    reflection_endpoint: Literal["auto", "local", "hosted"] = "auto"
     proposer_mode: Literal["auto", "agent", "text"] = "auto"
     max_prompt_chars: int = Field(default=6000, ge=100)
     reflection_max_tokens: int = Field(default=2048, ge=64)
@@ -50,7 +54,7 @@ class RunConfig(BaseModel):
     # Search.
     concurrency: int = Field(default=4, ge=1, le=512)
     minibatch_size: int = Field(default=4, ge=1)
-    # None: follows the reflection endpoint (optimizer.runtime.plan.default_proposals_in_flight).
+    # None: follows reflection_endpoint (optimizer.runtime.plan.default_proposals_in_flight).
     proposals_in_flight: int | None = Field(default=None, ge=1, le=32)
     use_merge: bool = True
     max_merges: int = Field(default=5, ge=0)

@@ -30,6 +30,8 @@ __all__ = [
     "OPENROUTER_KEY_ENV",
     "OPENROUTER_URL",
     "ModelRoute",
+    "ENDPOINT_KINDS",
+    "is_local_endpoint",
     "is_local_url",
     "route_model",
 ]
@@ -61,6 +63,17 @@ def is_local_url(url: str | None) -> bool:
     """Whether ``url`` points at this machine (such servers need no key)."""
     host = (urlsplit(url).hostname or "").lower() if url else ""
     return host in _LOCAL_HOSTS or host.startswith("127.")
+
+
+ENDPOINT_KINDS = ("auto", "local", "hosted")
+
+
+def is_local_endpoint(kind: str, url: str | None) -> bool:
+    """Whether a model endpoint is a local server (one on this machine, answering one request
+    at a time) rather than a hosted API: as ``kind`` says, or by the URL when it is ``auto``."""
+    if kind not in ENDPOINT_KINDS:
+        raise UserError(f"endpoint kind {kind!r} is not one of {', '.join(ENDPOINT_KINDS)}")
+    return is_local_url(url) if kind == "auto" else kind == "local"
 
 
 def route_model(

@@ -83,6 +83,14 @@ FLAGS: tuple[Flag, ...] = (
         "OpenAI-compatible base URL of the proposer model",
     ),
     Flag(
+        "--reflection-endpoint",
+        "reflection_endpoint",
+        "local (one server on this machine: 1 proposal in flight, an echoed text is asked for "
+        "once more) or hosted (an API: 4 in flight, an unchanged text is the model's answer); "
+        "default auto: local when the base URL is on 127.0.0.1/localhost",
+        choices=("auto", "local", "hosted"),
+    ),
+    Flag(
         "--reflection-api-key-env",
         "reflection_api_key_env",
         "env var holding the proposer's API key",
@@ -113,8 +121,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "--proposals-in-flight",
         "proposals_in_flight",
-        "proposals written at once (default: 4 for a hosted reflection endpoint, 1 for one on "
-        "127.0.0.1/localhost, such as a single llama.cpp server)",
+        "proposals written at once (default: 4 for a hosted reflection endpoint, 1 for a local "
+        "one such as a single llama.cpp server; see --reflection-endpoint)",
         int,
     ),
     Flag("--use-merge", "use_merge", "try merges of complementary candidates (true/false)", _bool),

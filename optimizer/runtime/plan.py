@@ -20,7 +20,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+
+from schemas.routing import is_local_endpoint
 
 __all__ = [
     "LARGE_AUTO_BUDGET",
@@ -36,17 +37,14 @@ __all__ = [
 MIN_HOLDOUT = 10
 LARGE_AUTO_BUDGET = 10_000
 HOSTED_IN_FLIGHT = 4
-_LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
-def default_proposals_in_flight(reflection_base_url: str | None) -> int:
+def default_proposals_in_flight(reflection_base_url: str | None, endpoint: str = "auto") -> int:
     """Proposals written at once when the user does not say: a hosted endpoint answers many
-    requests at a time, so 4 overlap; a server on this machine (one llama.cpp process answers
-    one request at a time) gets 1, which also keeps the run deterministic for its seed."""
-    if not reflection_base_url:
-        return HOSTED_IN_FLIGHT
-    host = (urlsplit(reflection_base_url).hostname or "").lower()
-    return 1 if host in _LOOPBACK or host.startswith("127.") else HOSTED_IN_FLIGHT
+    requests at a time, so 4 overlap; a local server (one llama.cpp process answers one
+    request at a time) gets 1, which also keeps the run deterministic for its seed.
+    ``endpoint`` is the run's ``reflection_endpoint``; ``auto`` decides by the URL's host."""
+    return 1 if is_local_endpoint(endpoint, reflection_base_url) else HOSTED_IN_FLIGHT
 
 
 def holdout_overlap(train: Sequence[str], val: Sequence[str], holdout: Sequence[str]) -> list[str]:

@@ -119,7 +119,9 @@ class _Run:
         if config.proposals_in_flight is None:
             config = config.model_copy(
                 update={
-                    "proposals_in_flight": default_proposals_in_flight(config.reflection_base_url)
+                    "proposals_in_flight": default_proposals_in_flight(
+                        config.reflection_base_url, config.reflection_endpoint
+                    )
                 }
             )
         self.config = config

@@ -77,3 +77,30 @@ def test_tiny_budgets_score_the_baseline_on_what_they_pay_for(
 )
 def test_default_proposals_in_flight_follow_the_endpoint(url: str | None, expected: int) -> None:
     assert default_proposals_in_flight(url) == expected
+    # Said outright (--reflection-endpoint), the kind wins over the URL.
+    assert default_proposals_in_flight(url, "local") == 1
+    assert default_proposals_in_flight(url, "hosted") == 4
+
+
+def test_the_endpoint_kind_is_a_flag_and_a_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optimizer.cli import build_parser
+    from optimizer.cli.flags import config_from_args
+
+    local = ["optimize", "run", "--container", "http://c", "--reflection-base-url",
+             "http://127.0.0.1:8013/v1"]  # fmt: skip
+    monkeypatch.delenv("GEPA_REFLECTION_ENDPOINT", raising=False)
+    config = config_from_args(build_parser().parse_args(local))
+    assert config.reflection_endpoint == "auto"
+    assert default_proposals_in_flight(config.reflection_base_url, config.reflection_endpoint) == 1
+    # A simulated or self-hosted big model on this machine that serves many requests at once:
+    config = config_from_args(
+        build_parser().parse_args([*local, "--reflection-endpoint", "hosted"])
+    )
+    assert default_proposals_in_flight(config.reflection_base_url, config.reflection_endpoint) == 4
+    monkeypatch.setenv("GEPA_REFLECTION_ENDPOINT", "hosted")
+    assert config_from_args(build_parser().parse_args(local)).reflection_endpoint == "hosted"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*local, "--reflection-endpoint", "remote"])
+    assert "choose from 'auto', 'local', 'hosted'" in capsys.readouterr().err

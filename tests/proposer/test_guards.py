@@ -62,6 +62,21 @@ async def test_unchanged_answer_is_pushed_back_once_then_rejected(api) -> None:
     assert second[-2]["role"] == "assistant"
 
 
+@pytest.mark.parametrize("endpoint", ["hosted", "local"])
+async def test_only_a_local_models_unchanged_text_is_asked_for_again(api, endpoint) -> None:
+    # The fake endpoint listens on 127.0.0.1: "auto" takes it for local (the test above);
+    # said to be hosted, its unchanged text is its answer, rejected after the one call.
+    script = scripted(api, completion(text_answer(PARENT_PROMPT)), completion(text_answer(NEW)))
+    proposer = make_proposer(mode="text", endpoint=endpoint)
+    if endpoint == "local":
+        assert (await proposer.propose(banking_request())).components == {"system_prompt": NEW}
+    else:
+        with pytest.raises(ProposalRejected) as info:
+            await proposer.propose(banking_request())
+        assert info.value.reason == "unchanged"
+    assert len(script.requests) == (2 if endpoint == "local" else 1)
+
+
 async def test_push_back_turns_an_echo_into_an_edit(api) -> None:
     scripted(
         api, completion(text_answer(PARENT_PROMPT)), completion(text_answer(NEW, "Now changed."))

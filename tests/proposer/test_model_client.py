@@ -164,9 +164,10 @@ def test_config_from_run_config() -> None:
         proposer_mode="text",
         max_prompt_chars=3000,
         seed=11,
+        reflection_endpoint="local",
     )
     pc = ProposerConfig.from_run_config(cfg)
-    assert pc.seed == 11
+    assert (pc.seed, pc.endpoint) == (11, "local")
     assert (pc.model, pc.api_key_env, pc.mode, pc.max_prompt_chars) == (
         "openrouter/openai/gpt-4.1",
         "OR_KEY",
@@ -177,6 +178,8 @@ def test_config_from_run_config() -> None:
         ProposerConfig.from_run_config(RunConfig())
     with pytest.raises(UserError, match="mode"):
         ProposerConfig(model="m", mode="fancy")
+    with pytest.raises(UserError, match="'remote' is not one of auto, local, hosted"):
+        ProposerConfig(model="m", endpoint="remote")
 
 
 @pytest.mark.parametrize("status", [401, 400, 500])
