@@ -26,9 +26,10 @@ import openai
 
 from proposer.pricing import cost_usd, price_for
 from proposer.types import ProposerConfig
+from schemas.config import RunConfig
 from schemas.exceptions import ProposerError, UserError
 from schemas.records import ModelUsage
-from schemas.routing import OPENROUTER_URL, route_model
+from schemas.routing import OPENROUTER_URL, is_local_endpoint, route_model
 from workspace.redact import Scrubber
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "ToolsUnsupported",
     "UsageMeter",
     "reflection_api_key",
+    "reflection_is_local",
+    "run_reflection_is_local",
     "resolve_endpoint",
 ]
 
@@ -77,6 +80,25 @@ def resolve_endpoint(config: ProposerConfig, environ: Mapping[str, str] | None =
         api_key_env=config.api_key_env,
     )
     return Endpoint(route.base_url, route.model, route.api_key_env, local=route.local)
+
+
+def reflection_is_local(config: ProposerConfig) -> bool:
+    """Whether the reflection model is served locally (one server on this machine, often a
+    small model answering one request at a time): as ``config.endpoint`` says, else by where
+    routing sends the model (``ollama/`` and ``OPENAI_BASE_URL`` included)."""
+    return is_local_endpoint(config.endpoint, resolve_endpoint(config).base_url)
+
+
+def run_reflection_is_local(cfg: RunConfig) -> bool:
+    """``reflection_is_local`` for a run: by ``cfg.reflection_endpoint`` and the base URL when
+    the run has no reflection model to route (an external proposer command, or a config
+    that preflight will refuse)."""
+    if cfg.reflection_model and not cfg.proposer_command:
+        try:
+            return reflection_is_local(ProposerConfig.from_run_config(cfg))
+        except UserError:
+            pass
+    return is_local_endpoint(cfg.reflection_endpoint, cfg.reflection_base_url)
 
 
 def reflection_api_key(

@@ -15,7 +15,7 @@ from typing import Any
 
 from proposer.answer import Shown, parse_reply
 from proposer.brief import Brief, evidence_for
-from proposer.client import ChatReply, UsageMeter, resolve_endpoint
+from proposer.client import ChatReply, UsageMeter, reflection_is_local
 from proposer.guards import same_text
 from proposer.prompts import (
     GUIDELINES,
@@ -29,7 +29,6 @@ from proposer.prompts import (
 )
 from proposer.types import ProposerConfig
 from schemas.exceptions import ProposalRejected
-from schemas.routing import is_local_endpoint
 
 __all__ = ["run_text", "text_messages"]
 
@@ -112,8 +111,9 @@ async def run_text(
     """One text-mode request; a second one only when the first needs it.
 
     Small local models often echo the current text; one push turns many of those answers
-    into a real edit, at the price of one more call only when it is needed (a hosted model's
-    unchanged text is taken as its answer: ``_echoes``). An answer with no
+    into a real edit, at the price of one more call only when it is needed. A hosted model's
+    unchanged text is taken as its answer (nothing it was shown can be fixed in the text):
+    asking again would cost a call and a round's wait for the same answer. An answer with no
     usable block (the 0.5B copies the PATTERNS format, placeholder and all) is asked for once
     more in the block-first format, which such models fill in. A block that
     echoes the rest of the request (the evidence, the guidelines) does not count. An answer
@@ -139,7 +139,7 @@ async def run_text(
         reply = await meter.chat(again)
         changed, rationale = _parse(reply, brief, config, shown)
     echoed = changed and same_text(changed, {n: brief.base.get(n, "") for n in changed})
-    if echoed and _echoes(config):
+    if echoed and reflection_is_local(config):
         messages = [
             *messages,
             {"role": "assistant", "content": reply.content},
@@ -147,13 +147,6 @@ async def run_text(
         ]
         changed, rationale = _parse(await meter.chat(messages), brief, config, shown)
     return {**brief.base, **changed}, rationale
-
-
-def _echoes(config: ProposerConfig) -> bool:
-    """Whether an unchanged text is worth asking for again: from a local model (small, often
-    copying the current text back) yes; from a hosted one it is the model's answer (nothing it
-    was shown can be fixed by the text), and asking again costs a call and a round's wait."""
-    return is_local_endpoint(config.endpoint, resolve_endpoint(config).base_url)
 
 
 def _parse(

@@ -42,7 +42,7 @@ class RunConfig(BaseModel):
     reflection_api_key_env: str = "OPENAI_API_KEY"
     # What serves the reflection model: "local" (one server on this machine answering one
     # request at a time, often a small model), "hosted" (an API answering many at once); "auto"
-    # tells them apart by the base URL's host (schemas.routing.is_local_url).
+    # tells them apart by where the model is routed (proposer.client.run_reflection_is_local).
     reflection_endpoint: Literal["auto", "local", "hosted"] = "auto"
     proposer_mode: Literal["auto", "agent", "text"] = "auto"
     max_prompt_chars: int = Field(default=6000, ge=100)

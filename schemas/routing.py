@@ -26,11 +26,11 @@ from schemas.exceptions import UserError
 
 __all__ = [
     "DEFAULT_KEY_ENV",
+    "ENDPOINT_KINDS",
     "OLLAMA_URL",
     "OPENROUTER_KEY_ENV",
     "OPENROUTER_URL",
     "ModelRoute",
-    "ENDPOINT_KINDS",
     "is_local_endpoint",
     "is_local_url",
     "route_model",

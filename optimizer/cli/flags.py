@@ -87,7 +87,8 @@ FLAGS: tuple[Flag, ...] = (
         "reflection_endpoint",
         "local (one server on this machine: 1 proposal in flight, an echoed text is asked for "
         "once more) or hosted (an API: 4 in flight, an unchanged text is the model's answer); "
-        "default auto: local when the base URL is on 127.0.0.1/localhost",
+        "default auto: local when the model is served on this machine (a base URL on "
+        "127.0.0.1/localhost, an ollama/ model)",
         choices=("auto", "local", "hosted"),
     ),
     Flag(

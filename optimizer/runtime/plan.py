@@ -21,8 +21,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from schemas.routing import is_local_endpoint
-
 __all__ = [
     "LARGE_AUTO_BUDGET",
     "MIN_HOLDOUT",
@@ -39,12 +37,12 @@ LARGE_AUTO_BUDGET = 10_000
 HOSTED_IN_FLIGHT = 4
 
 
-def default_proposals_in_flight(reflection_base_url: str | None, endpoint: str = "auto") -> int:
-    """Proposals written at once when the user does not say: a hosted endpoint answers many
-    requests at a time, so 4 overlap; a local server (one llama.cpp process answers one
-    request at a time) gets 1, which also keeps the run deterministic for its seed.
-    ``endpoint`` is the run's ``reflection_endpoint``; ``auto`` decides by the URL's host."""
-    return 1 if is_local_endpoint(endpoint, reflection_base_url) else HOSTED_IN_FLIGHT
+def default_proposals_in_flight(local: bool) -> int:
+    """Proposals written at once when the user does not say: a hosted reflection endpoint
+    answers many requests at a time, so 4 overlap; a local one (one llama.cpp process answers
+    one request at a time) gets 1, which also keeps the run deterministic for its seed.
+    ``local``: ``proposer.client.run_reflection_is_local`` (``--reflection-endpoint``)."""
+    return 1 if local else HOSTED_IN_FLIGHT
 
 
 def holdout_overlap(train: Sequence[str], val: Sequence[str], holdout: Sequence[str]) -> list[str]:

@@ -49,7 +49,7 @@ from optimizer.runtime.state import SearchState
 from optimizer.runtime.strategy import Searches, SearchMethod, SearchStart, method_of
 from optimizer.runtime.tracking_mlflow import mlflow_tracking
 from proposer import ComponentSpec, Proposer
-from proposer.client import reflection_api_key
+from proposer.client import reflection_api_key, run_reflection_is_local
 from proposer.external import ExternalProposer, command_secrets, proposer_for
 from schemas import (
     CandidateRecord,
@@ -120,7 +120,7 @@ class _Run:
             config = config.model_copy(
                 update={
                     "proposals_in_flight": default_proposals_in_flight(
-                        config.reflection_base_url, config.reflection_endpoint
+                        run_reflection_is_local(config)
                     )
                 }
             )

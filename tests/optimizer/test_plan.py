@@ -7,6 +7,8 @@ import random
 import pytest
 
 from optimizer.runtime.plan import MIN_HOLDOUT, default_proposals_in_flight, plan_run
+from proposer.client import run_reflection_is_local
+from schemas import RunConfig
 
 TRAIN = [f"t{i}" for i in range(24)]
 HOLDOUT = [f"h{i}" for i in range(36)]
@@ -65,21 +67,37 @@ def test_tiny_budgets_score_the_baseline_on_what_they_pay_for(
 
 
 @pytest.mark.parametrize(
-    ("url", "expected"),
+    ("model", "url", "expected"),
     [
-        (None, 4),
-        ("https://api.openai.com/v1", 4),
-        ("https://openrouter.ai/api/v1", 4),
-        ("http://127.0.0.1:8013/v1", 1),
-        ("http://localhost:8080/v1", 1),
-        ("http://[::1]:8013/v1", 1),
+        ("gpt-4.1-mini", None, 4),
+        ("openai/gpt-4.1-mini", "https://api.openai.com/v1", 4),
+        ("openrouter/anthropic/claude-sonnet-4", None, 4),
+        ("reflection", "http://127.0.0.1:8013/v1", 1),
+        ("reflection", "http://localhost:8080/v1", 1),
+        ("reflection", "http://[::1]:8013/v1", 1),
+        ("ollama/qwen2.5-coder:1.5b", None, 1),  # routed to the local Ollama
     ],
 )
-def test_default_proposals_in_flight_follow_the_endpoint(url: str | None, expected: int) -> None:
-    assert default_proposals_in_flight(url) == expected
+def test_default_proposals_in_flight_follow_the_endpoint(
+    monkeypatch: pytest.MonkeyPatch, model: str, url: str | None, expected: int
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    config = RunConfig(reflection_model=model, reflection_base_url=url)
+    assert default_proposals_in_flight(run_reflection_is_local(config)) == expected
     # Said outright (--reflection-endpoint), the kind wins over the URL.
-    assert default_proposals_in_flight(url, "local") == 1
-    assert default_proposals_in_flight(url, "hosted") == 4
+    for kind, writers in (("local", 1), ("hosted", 4)):
+        said = config.model_copy(update={"reflection_endpoint": kind})
+        assert default_proposals_in_flight(run_reflection_is_local(said)) == writers
+
+
+def test_an_openai_model_sent_to_a_local_server_counts_as_local(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8013/v1")
+    assert run_reflection_is_local(RunConfig(reflection_model="gpt-4.1-mini"))
+    # An external proposer command has no model to route: its base URL (none: hosted) decides.
+    command = RunConfig(reflection_model="gpt-4.1-mini", proposer_command="agent --run")
+    assert not run_reflection_is_local(command)
 
 
 def test_the_endpoint_kind_is_a_flag_and_a_variable(
@@ -88,17 +106,16 @@ def test_the_endpoint_kind_is_a_flag_and_a_variable(
     from optimizer.cli import build_parser
     from optimizer.cli.flags import config_from_args
 
-    local = ["optimize", "run", "--container", "http://c", "--reflection-base-url",
-             "http://127.0.0.1:8013/v1"]  # fmt: skip
+    local = ["optimize", "run", "--container", "http://c", "--reflection-model", "reflection",
+             "--reflection-base-url", "http://127.0.0.1:8013/v1"]  # fmt: skip
     monkeypatch.delenv("GEPA_REFLECTION_ENDPOINT", raising=False)
     config = config_from_args(build_parser().parse_args(local))
-    assert config.reflection_endpoint == "auto"
-    assert default_proposals_in_flight(config.reflection_base_url, config.reflection_endpoint) == 1
+    assert config.reflection_endpoint == "auto" and run_reflection_is_local(config)
     # A simulated or self-hosted big model on this machine that serves many requests at once:
     config = config_from_args(
         build_parser().parse_args([*local, "--reflection-endpoint", "hosted"])
     )
-    assert default_proposals_in_flight(config.reflection_base_url, config.reflection_endpoint) == 4
+    assert not run_reflection_is_local(config)
     monkeypatch.setenv("GEPA_REFLECTION_ENDPOINT", "hosted")
     assert config_from_args(build_parser().parse_args(local)).reflection_endpoint == "hosted"
     with pytest.raises(SystemExit):
