@@ -335,7 +335,7 @@ class GepaSearch:
     async def _step(self) -> bool | None:
         """One iteration; True when it produced a new candidate, None when it only waited."""
         self._d.budget.check_search()
-        wait = False
+        parent_id: str | None = None
         async with self._lock:
             self._iteration += 1
             iteration = self._iteration
@@ -356,30 +356,38 @@ class GepaSearch:
                 if left > 1:  # writers still to have their turn on it
                     self._follow[parent_id] = (broken, left - 1)
             else:
-                exhausted, members = self._exhausted(), set(self._d.state.frontier.wins())
-                if members <= exhausted:
-                    if self._writers or self._pending:
-                        wait = True  # what is being written or accepted may bring new failures
-                    elif members <= (spent := self._spent(members)):
-                        self._halt(CONVERGED)
-                        return None
-                    else:  # a new round on the others: their failures may be shown once more
-                        for cid in members - spent:
-                            self._asked.pop(cid, None)
-                        exhausted = self._exhausted()
-                if not wait:
-                    parent_id = sample_parent(
-                        self._d.state.frontier, self._d.rng, self._repeats, exhausted=exhausted
-                    )
-                broken = []
+                parent_id, broken = self._unshown_parent(), []
             minibatch = self._sampler.next()
             best_at_start = self._best_id()
-        if wait:
-            await self._news()
-            return None
         if merging:
             return await self._merge(iteration, pair)
+        if parent_id is None:  # nothing new to show yet: wait for news (at once if halted)
+            await self._news()
+            return None
         return await self._mutate(iteration, parent_id, minibatch, best_at_start, broken)
+
+    def _unshown_parent(self) -> str | None:
+        """A frontier member to propose on (``sample_parent``), one with failures nobody was
+        shown first; ``None`` when every member's failures were all shown.
+
+        Then what is being written or accepted may bring new failures (the caller waits for
+        it); with nothing in flight the search halts when every member is ``_spent``, else
+        a new round starts on the others (their failures may be shown once more).
+        """
+        members, exhausted = set(self._d.state.frontier.wins()), self._exhausted()
+        if members <= exhausted:
+            if self._writers or self._pending:
+                return None
+            spent = self._spent(members)
+            if members <= spent:
+                self._halt(CONVERGED)
+                return None
+            for cid in members - spent:
+                self._asked.pop(cid, None)
+            exhausted = self._exhausted()
+        return sample_parent(
+            self._d.state.frontier, self._d.rng, self._repeats, exhausted=exhausted
+        )
 
     # mutations
 
