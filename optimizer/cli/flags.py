@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
+from optimizer.runtime.tracking_mlflow import URI_ENVS
 from schemas import RunConfig, UserError
 from schemas.env import config_env, read_env
 
@@ -37,10 +39,15 @@ class Flag:
     help: str
     type: Callable[[str], Any] = str
     choices: tuple[str, ...] | None = None
+    # Variables a flag given without a value reads, first set wins (empty: a value is needed).
+    bare: tuple[str, ...] = ()
 
     @property
     def env(self) -> str:
         return config_env(self.field)
+
+
+_BARE = "\0bare"  # argparse's value for a flag given without one (``Flag.bare``)
 
 
 def _bool(text: str) -> bool:
@@ -214,8 +221,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "--mlflow",
         "mlflow_tracking_uri",
-        "log the run to this MLflow tracking server (also MLFLOW_TRACKING_URI; needs "
-        "pip install 'gepa-runtime[mlflow]')",
+        "log the run to this MLflow tracking server; without a URI, to MLFLOW_TRACKING_URI's "
+        "(needs pip install 'gepa-runtime[mlflow]')",
+        bare=URI_ENVS,
     ),
 )
 
@@ -240,6 +248,7 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         "--token", default=None, help="container bearer token (env GEPA_CONTAINER_TOKEN)"
     )
     for f in FLAGS:
+        bare: dict[str, Any] = {"nargs": "?", "const": _BARE} if f.bare else {}
         parser.add_argument(
             f.flag,
             dest=f.field,
@@ -247,6 +256,7 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
             choices=f.choices,
             default=None,
             help=f"{f.help} (env {f.env})",
+            **bare,
         )
     parser.add_argument(
         "--proposer-env",
@@ -257,6 +267,17 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         help="environment variable the proposer command may see, repeatable; no other "
         "secret reaches it (env GEPA_PROPOSER_ENV, comma-separated)",
     )
+
+
+def _bare_value(f: Flag) -> Any:
+    """The value of a flag given without one: the first of its variables that is set."""
+    text = next((os.environ[e] for e in f.bare if os.environ.get(e)), None)
+    if text is None:
+        raise UserError(
+            f"{f.flag} without a URI reads {', then '.join(f.bare)}, and none is set: pass "
+            f"{f.flag} URI or set {f.bare[-1]}"
+        )
+    return f.type(text)
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -272,6 +293,8 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
         data["container_token"] = token
     for f in FLAGS:
         value = getattr(args, f.field, None)
+        if value == _BARE:
+            value = _bare_value(f)
         text = read_env(f.env) if value is None else None
         if text:
             try:

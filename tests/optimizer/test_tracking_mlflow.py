@@ -155,6 +155,30 @@ def test_the_mlflow_flag_and_its_env_set_the_config_and_need_the_client(
         check_runnable(config)
 
 
+def test_the_mlflow_flag_without_a_value_takes_the_standard_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parser = build_parser()
+    base = ["optimize", "run", "--container", "http://c", "--reflection-model", "m"]
+    for name in ("GEPA_MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(UserError, match="--mlflow without a URI.*MLFLOW_TRACKING_URI"):
+        config_from_args(parser.parse_args([*base, "--mlflow"]))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://standard:5000")
+    config = config_from_args(parser.parse_args([*base, "--mlflow"]))
+    assert config.mlflow_tracking_uri == "http://standard:5000"
+    # Before the run id too: `optimize run RUN_ID --mlflow` and `--mlflow` last both parse.
+    args = parser.parse_args(["optimize", "run", "run-1", "--mlflow"])
+    assert args.run_id == "run-1"
+    assert config_from_args(args).mlflow_tracking_uri == "http://standard:5000"
+    monkeypatch.setenv("GEPA_MLFLOW_TRACKING_URI", "http://ours:5000")  # ours first, as at run time
+    assert config_from_args(parser.parse_args([*base, "--mlflow"])).mlflow_tracking_uri == (
+        "http://ours:5000"
+    )
+    given = parser.parse_args([*base, "--mlflow", "http://flag:5000"])
+    assert config_from_args(given).mlflow_tracking_uri == "http://flag:5000"
+
+
 async def test_a_run_whose_tracking_cannot_start_warns_once_and_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
