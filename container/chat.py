@@ -74,10 +74,9 @@ class ChatTarget:
 
     async def __call__(self, task: Task, candidate: Candidate) -> AgentResult:
         messages = candidate.template.render(task.fields)
-        client, model = self._clients.resolve(candidate.model or self.model)
-        response = await client.chat.completions.create(
-            model=model,
-            messages=messages,  # type: ignore[arg-type]
+        response = await self._clients.create(
+            candidate.model or self.model,
+            messages=messages,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
         )

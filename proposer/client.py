@@ -1,10 +1,14 @@
 """The reflection model client: OpenAI-compatible chat completions through ``openai.AsyncOpenAI``.
 
 Routing is :func:`schemas.routing.route_model`'s, the same as the student's: ``openrouter/``
-goes to OpenRouter with ``OPENROUTER_API_KEY``, ``openai/`` to OpenAI or ``base_url`` (prefix
-stripped), anything else to ``base_url`` (OpenAI when unset). The key is read from the
-environment when the client is built and kept only inside the ``AsyncOpenAI`` instance. A
-local ``base_url`` (127.0.0.1, localhost) may run without a key. Retries on 429/5xx/timeouts with exponential backoff are
+goes to OpenRouter with ``OPENROUTER_API_KEY``, ``anthropic/``, ``gemini/``, ``groq/`` and the
+other providers of :data:`schemas.routing.PROVIDERS` to their OpenAI-compatible endpoints with
+their own keys (``azure/`` through the Azure client, ``bedrock/`` and ``vertex_ai/`` through
+a LiteLLM proxy or LiteLLM), ``openai/`` to OpenAI or ``base_url`` (prefix stripped), anything
+else to ``base_url`` (OpenAI when unset); each request is shaped for its provider
+(:func:`schemas.routing.adapt_request`). The key is read from the environment when the
+client is built and kept only inside the client instance. A local ``base_url`` (127.0.0.1,
+localhost) may run without a key. Retries on 429/5xx/timeouts with exponential backoff are
 the ``openai`` client's own (``max_retries``; it honours ``Retry-After``).
 
 Every error it raises is scrubbed of the key (:class:`workspace.redact.Scrubber`): an
@@ -26,10 +30,17 @@ import openai
 
 from proposer.pricing import cost_usd, price_for
 from proposer.types import ProposerConfig
+from schemas.chat_client import open_chat_client
 from schemas.config import RunConfig
 from schemas.exceptions import ProposerError, UserError
 from schemas.records import ModelUsage
-from schemas.routing import OPENROUTER_URL, is_local_endpoint, route_model
+from schemas.routing import (
+    OPENROUTER_URL,
+    ModelRoute,
+    adapt_request,
+    is_local_endpoint,
+    route_model,
+)
 from workspace.redact import Scrubber
 
 __all__ = [
@@ -63,6 +74,7 @@ class Endpoint:
     model: str
     api_key_env: str
     local: bool
+    route: ModelRoute
 
 
 def resolve_endpoint(config: ProposerConfig, environ: Mapping[str, str] | None = None) -> Endpoint:
@@ -78,8 +90,9 @@ def resolve_endpoint(config: ProposerConfig, environ: Mapping[str, str] | None =
         base_url=config.base_url,
         default_base_url=env.get("OPENAI_BASE_URL") or None,
         api_key_env=config.api_key_env,
+        environ=env,
     )
-    return Endpoint(route.base_url, route.model, route.api_key_env, local=route.local)
+    return Endpoint(route.base_url, route.model, route.api_key_env, route.local, route)
 
 
 def reflection_is_local(config: ProposerConfig) -> bool:
@@ -115,9 +128,9 @@ def reflection_api_key(
     env = os.environ if environ is None else environ
     if model:
         api_key_env = resolve_endpoint(
-            ProposerConfig(model=model, base_url=base_url, api_key_env=api_key_env)
+            ProposerConfig(model=model, base_url=base_url, api_key_env=api_key_env), env
         ).api_key_env
-    return env.get(api_key_env) or None
+    return (env.get(api_key_env) or None) if api_key_env else None
 
 
 @dataclass(frozen=True)
@@ -167,8 +180,9 @@ class ModelClient:
     ) -> None:
         env = os.environ if environ is None else environ
         self.endpoint = resolve_endpoint(config, env)
-        key = env.get(self.endpoint.api_key_env)
-        if not key:
+        self._route = self.endpoint.route
+        key = env.get(self.endpoint.api_key_env) if self.endpoint.api_key_env else None
+        if not key and self._route.client != "litellm":  # LiteLLM reads its own credentials
             if not self.endpoint.local:
                 where = self.endpoint.base_url or "api.openai.com"
                 raise UserError(
@@ -177,14 +191,14 @@ class ModelClient:
                 )
             key = "sk-local-no-key"  # local servers ignore the key but the client wants one
         # Short keys too: only error messages go through it, never stored data.
-        self._scrubber = Scrubber([key], min_chars=4)
+        self._scrubber = Scrubber([key] if key else [], min_chars=4)
         self._config = config
         self._price = None if self.endpoint.local else price_for(self.endpoint.model)
         self._reasoning = bool(_REASONING.match(self.endpoint.model.rsplit("/", 1)[-1]))
         headers = {"X-Title": "gepa-runtime"} if self.endpoint.base_url == OPENROUTER_URL else None
-        self._client = openai.AsyncOpenAI(
+        self._client = open_chat_client(
+            self._route,
             api_key=key,
-            base_url=self.endpoint.base_url,
             timeout=config.timeout_s,
             max_retries=config.max_retries,
             default_headers=headers,
@@ -221,7 +235,9 @@ class ModelClient:
         if tools:
             kwargs["tools"] = list(tools)
         try:
-            response = await self._client.chat.completions.create(**kwargs)
+            response = await self._client.chat.completions.create(
+                **adapt_request(self._route, kwargs)
+            )
         except openai.AuthenticationError as exc:
             self._fail(
                 UserError,

@@ -281,7 +281,9 @@ class _Checker:
 
     def _hosted_reflection(self, endpoint: Endpoint, where: str) -> None:
         """A hosted model is not called (that would cost): only its key variable is checked."""
-        if not os.environ.get(endpoint.api_key_env):
+        if not endpoint.api_key_env:  # LiteLLM in process reads its own credentials
+            self.add("reflection model", True, f"{endpoint.model} through LiteLLM (not called)")
+        elif not os.environ.get(endpoint.api_key_env):
             self.add(
                 "reflection model",
                 False,

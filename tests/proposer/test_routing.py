@@ -45,12 +45,12 @@ def test_ollama_prefix_defaults_to_the_local_ollama_endpoint() -> None:
     assert endpoint.model == "qwen2.5-coder:1.5b"
 
 
-def test_a_provider_with_its_own_api_is_refused_with_the_fix() -> None:
-    with pytest.raises(UserError, match=r"use openrouter/anthropic/claude-sonnet-4"):
-        resolve_endpoint(ProposerConfig(model="anthropic/claude-sonnet-4"))
+def test_a_provider_without_a_row_is_refused_with_the_fix() -> None:
+    with pytest.raises(UserError, match=r"use openrouter/cohere/command-r"):
+        resolve_endpoint(ProposerConfig(model="cohere/command-r"))
     # behind an OpenAI-compatible proxy the name is the proxy's business
-    proxied = ProposerConfig(model="anthropic/claude", base_url="https://proxy.example/v1")
-    assert resolve_endpoint(proxied).model == "anthropic/claude"
+    proxied = ProposerConfig(model="cohere/command-r", base_url="https://proxy.example/v1")
+    assert resolve_endpoint(proxied).model == "cohere/command-r"
 
 
 def test_the_service_allow_lists_the_variable_the_route_reads() -> None:
