@@ -7,10 +7,16 @@ from __future__ import annotations
 
 from optimizer.api.optimize import run_gepa, run_mipro
 from optimizer.api.result import GenerationStats, Member, OptimizationResult, build_result
-from optimizer.api.spec import evaluate_template
-from optimizer.api.spec_agent import Environment, Trajectory
-from optimizer.api.spec_config import Endpoint, GEPAConfig, MIPROConfig
-from optimizer.api.spec_rows import Sample, format_prompt
+from optimizer.api.spec import (
+    Endpoint,
+    Environment,
+    GEPAConfig,
+    MIPROConfig,
+    Sample,
+    Trajectory,
+    evaluate_template,
+    format_prompt,
+)
 
 __all__ = [
     "Endpoint",

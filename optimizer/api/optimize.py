@@ -37,9 +37,14 @@ from container.chat import ChatTarget
 from container.splits import Splits
 from container.target import Registry
 from optimizer.api.result import OptimizationResult, build_result
-from optimizer.api.spec import is_spec_call, spec_call
-from optimizer.api.spec_agent import EnvironmentFactory
-from optimizer.api.spec_config import Endpoint, GEPAConfig, MIPROConfig
+from optimizer.api.spec import (
+    Endpoint,
+    EnvironmentFactory,
+    GEPAConfig,
+    MIPROConfig,
+    is_spec_call,
+    spec_call,
+)
 from optimizer.runtime.deps import ProposerLike
 from optimizer.runtime.embedded import EmbeddedContainer
 from optimizer.searches import run_optimization

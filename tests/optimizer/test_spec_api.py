@@ -22,8 +22,8 @@ from optimizer import (
     format_prompt,
     run_gepa,
 )
-from optimizer.api.spec_config import run_config
-from optimizer.api.spec_rows import find_label_column, spec_rows
+from optimizer.api.spec.config import run_config
+from optimizer.api.spec.rows import find_label_column, spec_rows
 from schemas import TemplateError, UserError
 from tests.fakes import spec_models
 from tests.fakes.servers import thread_server

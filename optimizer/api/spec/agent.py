@@ -32,8 +32,8 @@ from container.results import AgentResult
 from container.target import is_async_callable
 from container.task import Candidate, Task
 from container.verifiers import Verifier
-from optimizer.api.spec_config import Endpoint
-from optimizer.api.spec_rows import Sample
+from optimizer.api.spec.config import Endpoint
+from optimizer.api.spec.rows import Sample
 from schemas import Trace
 
 __all__ = [

@@ -28,9 +28,9 @@ from container.rollout import run_rollout
 from container.splits import Splits
 from container.target import Registry, optimize
 from container.task import Task
-from optimizer.api.spec_agent import EnvironmentFactory, endpoint_target, score_verifier
-from optimizer.api.spec_config import Endpoint, GEPAConfig, MIPROConfig, run_config, seed_splits
-from optimizer.api.spec_rows import find_label_column, row_name, spec_rows
+from optimizer.api.spec.agent import EnvironmentFactory, endpoint_target, score_verifier
+from optimizer.api.spec.config import Endpoint, GEPAConfig, MIPROConfig, run_config, seed_splits
+from optimizer.api.spec.rows import find_label_column, row_name, spec_rows
 from schemas import PromptTemplate, RolloutRequest, RunConfig, UserError
 
 __all__ = ["evaluate_template", "is_spec_call", "spec_call"]

@@ -1,0 +1,33 @@
+"""The prompt-optimization spec's call style (``GEPAConfig``, ``Endpoint``, ``score_fn``, flat rows).
+
+One module per concept, all translated onto the keyword style of :mod:`optimizer.api.optimize`:
+
+- :mod:`optimizer.api.spec.call`: ``spec_call`` (the spec's arguments as the keyword ones),
+  ``is_spec_call`` and ``evaluate_template``;
+- :mod:`optimizer.api.spec.config`: ``Endpoint``, ``GEPAConfig``, ``MIPROConfig`` mapped onto
+  one ``RunConfig`` (the spec's numbers as a metric-call budget);
+- :mod:`optimizer.api.spec.agent`: the task side (the student on an ``Endpoint``, an
+  ``Environment``'s tools, ``score_fn`` as a verifier);
+- :mod:`optimizer.api.spec.rows`: flat rows, their label column and ``format_prompt``.
+"""
+
+from __future__ import annotations
+
+from optimizer.api.spec.agent import Environment, EnvironmentFactory, Trajectory
+from optimizer.api.spec.call import evaluate_template, is_spec_call, spec_call
+from optimizer.api.spec.config import Endpoint, GEPAConfig, MIPROConfig
+from optimizer.api.spec.rows import Sample, format_prompt
+
+__all__ = [
+    "Endpoint",
+    "Environment",
+    "EnvironmentFactory",
+    "GEPAConfig",
+    "MIPROConfig",
+    "Sample",
+    "Trajectory",
+    "evaluate_template",
+    "format_prompt",
+    "is_spec_call",
+    "spec_call",
+]
