@@ -16,6 +16,7 @@ from typing import Protocol
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.dispatch import RolloutQueue
 from optimizer.runtime.events import EventSink
+from optimizer.runtime.frontier import frontier_view
 from optimizer.runtime.state import SearchState
 from proposer import ComponentSpec, MergeRequest, Proposal, ProposalRequest
 from schemas import BudgetExhausted, RunConfig
@@ -86,9 +87,8 @@ async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str
         mean = d.state.train_mean(candidate_id)
         best = d.state.best()
         d.refresh_reserve()
-    await d.workspace.save_frontier(
-        d.run_id, {s: list(w) for s, w in frontier.winners.items()}, dict(frontier.best)
-    )
+    view = frontier_view(frontier)
+    await d.workspace.save_frontier(d.run_id, view["winners"], dict(frontier.best))
     top = d.state.train_best(candidate_id)
     await d.events.emit(
         "scored", {"candidate_id": candidate_id, "split": "train", "mean": mean, "best_seed": top}
@@ -96,8 +96,7 @@ async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str
     await d.events.emit(
         "frontier",
         {
-            "winners": {s: list(w) for s, w in frontier.winners.items()},
-            "coverage": frontier.coverage(),
+            **view,
             "new": [c for c in frontier.members() if c not in previous],
             "best": {"candidate_id": best[0], "mean": best[1]} if best else None,
         },

@@ -15,7 +15,7 @@ from typing import Any
 
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.dispatch import RolloutQueue
-from optimizer.runtime.frontier import mean_score
+from optimizer.runtime.frontier import frontier_view, mean_score
 from optimizer.runtime.plan import RunPlan
 from optimizer.runtime.promotion import Promotion
 from optimizer.runtime.report import render_report
@@ -146,17 +146,25 @@ async def build_evidence(
         "promotion": _promotion_section(promo),
         "plan": _plan_section(inputs.plan, seeds),
         **_usage_sections(inputs.budget, inputs.proposer_usage),
-        "frontier": {
-            "coverage": s.frontier.coverage(),
-            "train_seeds": {seed: list(w) for seed, w in s.frontier.winners.items()},
-            "best_scores": dict(s.frontier.best),
-        },
+        "frontier": _frontier_section(s),
         "per_seed": _per_seed_section(s, seeds, base, best),
         "candidates": _candidates_section(s, seeds),
         "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
         "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
         "warnings": list(inputs.warnings),
         **({"mipro": _mipro_section(s, best)} if "mipro" in s.extra else {}),
+    }
+
+
+def _frontier_section(s: SearchState) -> dict[str, Any]:
+    """Who wins each train seed; a seed nobody solved is won by nobody (``covered`` of ``seeds``)."""
+    view = frontier_view(s.frontier)
+    return {
+        "coverage": view["coverage"],
+        "covered": view["covered"],
+        "seeds": view["seeds"],
+        "train_seeds": view["winners"],
+        "best_scores": dict(s.frontier.best),
     }
 
 

@@ -162,10 +162,20 @@ def _candidate_lines(packet: dict[str, Any]) -> list[str]:
 
 
 def _frontier_lines(packet: dict[str, Any]) -> list[str]:
-    """Which candidates win each train seed."""
-    out = ["", "## Per-seed wins on train (Pareto frontier)", "", "| seed | winners |", "|---|---|"]
-    for seed, winners in packet["frontier"]["train_seeds"].items():
-        out.append(f"| {seed} | {', '.join(f'`{w}`' for w in winners) or '-'} |")
+    """Which candidates win each train seed; a seed nobody solved is a miss, not a win."""
+    frontier = packet["frontier"]
+    seeds = frontier.get("seeds", len(frontier["train_seeds"]))
+    out = ["", "## Per-seed wins on train (Pareto frontier)", ""]
+    if "covered" in frontier:
+        out += [
+            f"{frontier['covered']}/{seeds} train seeds covered (solved by some candidate).",
+            "",
+        ]
+    out += ["| seed | winners |", "|---|---|"]
+    best = frontier.get("best_scores", {})
+    for seed, winners in frontier["train_seeds"].items():
+        miss = "- (no score)" if seed not in best else "- (nobody solved it)"
+        out.append(f"| {seed} | {', '.join(f'`{w}`' for w in winners) or miss} |")
     return out
 
 

@@ -453,7 +453,7 @@ class _Run:
     async def _state(self, program: Program, plan: RunPlan) -> tuple[SearchState, CandidateRecord]:
         """The search state with every stored candidate, and the baseline's record."""
         run_id = self.record.run_id
-        state = SearchState(train_seeds=plan.train)
+        state = SearchState(train_seeds=plan.train, floor=program.reward_range[0])
         stored = self.record.state.get("proposals", {})
         state.proposals.update({str(k): v for k, v in stored.items()})
         state.extra.update(

@@ -22,6 +22,7 @@ class SearchState:
     """Candidates in creation order and their rewards per split (``None``: errored)."""
 
     train_seeds: tuple[str, ...]
+    floor: float = 0.0  # the program's lowest reward: a seed nobody beat it on is unsolved
     candidates: dict[str, CandidateRecord] = field(default_factory=dict)
     train: dict[str, dict[str, float]] = field(default_factory=dict)  # fully evaluated only
     minibatch: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -46,7 +47,7 @@ class SearchState:
     def set_train(self, candidate_id: str, scores: Mapping[str, float | None]) -> Frontier:
         """Record a full train evaluation and rebuild the frontier."""
         self.train[candidate_id] = {s: v for s, v in scores.items() if v is not None}
-        self.frontier = build_frontier(self.train, self.train_seeds, self.order())
+        self.frontier = build_frontier(self.train, self.train_seeds, self.order(), floor=self.floor)
         return self.frontier
 
     def train_mean(self, candidate_id: str) -> float | None:

@@ -32,7 +32,8 @@ class RunDigest:
     rejected: int = 0
     coverage: dict[str, float] = field(
         default_factory=dict
-    )  # candidate -> share of train seeds won
+    )  # candidate -> share of train seeds won (among the seeds some candidate solved)
+    covered: dict[str, int] | None = None  # {"covered": seeds some candidate solved, "seeds": n}
     means: dict[str, float | None] = field(default_factory=dict)
     bests: dict[str, float | None] = field(default_factory=dict)  # highest seed reward
     winners: dict[str, list[str]] = field(default_factory=dict)
@@ -78,6 +79,8 @@ class RunDigest:
                 self.best = entry
         elif kind == "frontier":
             self.coverage = dict(data.get("coverage") or {})
+            if "covered" in data:
+                self.covered = {"covered": int(data["covered"]), "seeds": int(data["seeds"])}
             self.winners = {str(k): list(v) for k, v in (data.get("winners") or {}).items()}
             if data.get("best"):
                 self.best = dict(data["best"])

@@ -44,6 +44,7 @@ def run_view(
         "iterations": digest.iterations,
         "proposals_rejected": digest.rejected,
         "coverage": digest.coverage,
+        "covered": digest.covered,
         "stop_reason": digest.stop_reason,
         "promotion": digest.promotion,
         "program": digest.program,

@@ -11,6 +11,7 @@ from optimizer.gepa.parents import ancestors, common_ancestor, complementary_pai
 from optimizer.runtime.frontier import build_frontier, dominates, mean_score
 
 SEEDS = ["s1", "s2", "s3", "s4"]
+SEEDS_TUPLE = tuple(SEEDS)
 
 
 def test_winners_per_seed_keep_ties_and_best_scores() -> None:
@@ -20,7 +21,35 @@ def test_winners_per_seed_keep_ties_and_best_scores() -> None:
     assert f.winners["s2"] == ("b",)
     assert f.winners["s4"] == ("a",)
     assert f.best == {"s1": 1, "s2": 1, "s3": 0, "s4": 1}
-    assert f.coverage() == {"a": 0.75, "b": 0.75}
+    assert f.coverage() == {"a": 0.5, "b": 0.5}  # s3, which nobody solved, is nobody's win
+
+
+def test_a_seed_nobody_solved_is_no_win_and_the_pareto_ties_stay_apart() -> None:
+    # On Banking77 a candidate at train mean 0.25 "won 100% of the seeds": every seed where
+    # all candidates scored 0 was counted as its win.
+    scores = {
+        "base": {"s1": 0.0, "s2": 0.0, "s3": 0.0, "s4": 1.0},
+        "child": {"s1": 0.0, "s2": 0.0, "s3": 0.0, "s4": 0.0},
+    }
+    f = build_frontier(scores, SEEDS, ["base", "child"])
+    assert f.solved() == ("s4",)
+    assert f.covered() == (1, 4)
+    assert f.coverage() == {"base": 0.25}
+    assert f.solved_winners() == {"s1": (), "s2": (), "s3": (), "s4": ("base",)}
+    assert f.wins(solved=True) == {"base": ("s4",)}
+    # The Pareto ties themselves stay (the search's members; parents' fallback while nothing
+    # is solved).
+    assert f.winners["s1"] == ("base",) and f.members() == ("base",)
+    assert f.wins() == {"base": SEEDS_TUPLE}
+    nothing = build_frontier({"base": {"s1": 0.0, "s2": 0.0}}, ["s1", "s2"], ["base"])
+    assert nothing.covered() == (0, 2) and nothing.coverage() == {}
+    assert nothing.members() == ("base",)  # a search can still start from the baseline
+    # The floor is the program's lowest reward: in [-1, 1], a seed at -1 is unsolved, 0 is not.
+    signed = build_frontier({"a": {"s1": -1.0, "s2": 0.0}}, ["s1", "s2"], ["a"], floor=-1.0)
+    assert signed.solved() == ("s2",)
+    # A seed nobody has a score on (every rollout errored) is not covered either.
+    errored = build_frontier({"a": {"s1": 1.0}}, ["s1", "s2"], ["a"])
+    assert errored.covered() == (1, 2)
 
 
 def test_dominated_candidate_drops_out() -> None:

@@ -25,6 +25,8 @@ def test_digest_tracks_phase_budget_best_and_verdict() -> None:
             "frontier",
             winners={"s1": ["c1"], "s2": ["c1", "base"]},
             coverage={"c1": 1.0, "base": 0.5},
+            covered=2,
+            seeds=2,
             best={"candidate_id": "c1", "mean": 0.75},
         ),
         _event(10, "search_stopped", reason="budget"),
@@ -43,6 +45,7 @@ def test_digest_tracks_phase_budget_best_and_verdict() -> None:
     assert digest.candidates == 2 and digest.iterations == 1 and digest.rejected == 1
     assert digest.means == {"base": 0.25, "c1": 0.75}
     assert digest.seeds_won() == {"c1": 2, "base": 1}
+    assert digest.covered == {"covered": 2, "seeds": 2}
     assert digest.stop_reason == "budget" and digest.promotion == {"promoted": True, "lift": 0.5}
     assert digest.evidence_dir == "/x"
     assert "means" not in digest.as_dict()

@@ -11,7 +11,7 @@
 
   const S = {
     status: "created", phase: "created", active: false, error: null, budget: {}, best: null, baseline: null,
-    candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: {}, iterations: 0, rejected: 0,
+    candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: {}, covered: null, iterations: 0, rejected: 0,
     startedAt: null, lastEventAt: null, lastSeq: 0, serverOffset: 0, lastBeat: null, quietAfter: 30, ended: false,
     program: null, stopReason: null, evidenceLoaded: false, feedOffset: 0, feedBusy: false, feedAgain: false,
     method: "gepa", mipro: Mipro.state(),
@@ -89,6 +89,7 @@
         S.winners = d.winners || {};
         S.newWins = Object.keys(before).length ? fresh : new Set();
         S.coverage = d.coverage || {};
+        S.covered = d.covered === undefined ? null : [d.covered, d.seeds];  // older runs: no count
         if (d.best) S.best = d.best;
         break;
       }
@@ -148,11 +149,14 @@
     $("ncand").textContent = S.candidates.size;
     const mipro = isMipro();
     $("cand-foot").textContent = mipro ? `${S.mipro.trials.size} trials` : `${S.iterations} iterations · ${S.rejected} proposals rejected`;
+    // Coverage: train seeds some candidate solved (a seed everyone scored 0 on is nobody's win).
     const members = Object.entries(S.coverage).sort((a, b) => b[1] - a[1]);
-    $("coverage").replaceChildren(String(members.length || 1), " ", el("small", {}, members.length > 1 ? "candidates" : "candidate"));
+    $("coverage").replaceChildren(...(S.covered
+      ? [`${S.covered[0]}/${S.covered[1]}`, " ", el("small", {}, "covered")]
+      : [String(members.length || 1), " ", el("small", {}, members.length > 1 ? "candidates" : "candidate")]));
     $("coverage-foot").replaceChildren(...(members.length
-      ? [cid(members[0][0], members[0][0].slice(0, 8)), ` wins ${pct(members[0][1])} of the train seeds`]
-      : ["the baseline holds every train seed"]));
+      ? [`${members.length} on the frontier · `, cid(members[0][0], members[0][0].slice(0, 8)), ` wins ${pct(members[0][1])} of the train seeds`]
+      : [S.covered ? "no candidate solved a train seed yet" : "the baseline alone, until a child is scored on train"]));
     $("frontier-aside").textContent = S.stopReason ? `search stopped: ${S.stopReason}` : "which candidate wins which train seed";
     Widgets.chart($("chart"), Object.assign({}, S, { now: S.ended || S.status !== "running" ? S.lastEventAt : serverNow() }));
     Widgets.frontier($("frontier"), S);

@@ -62,30 +62,38 @@ const Widgets = (() => {
     target.replaceChildren(root);
   }
 
-  /** Seeds x frontier candidates; cells the last update won are ringed. */
+  /** Seeds x frontier candidates; cells the last update won are ringed; a seed nobody solved
+   *  (every candidate scored 0, or no score) is a miss, won by nobody. */
   function frontier(target, state) {
     const seeds = Object.keys(state.winners);
     if (!seeds.length) {
       target.replaceChildren(el("div", { class: "empty" },
-        "The baseline holds every train seed until a new candidate passes the minibatch gate and is scored on the full train split."));
+        "The baseline alone until a new candidate passes the minibatch gate and is scored on the full train split."));
       return;
     }
     const wins = new Map();
     for (const s of seeds) for (const c of state.winners[s]) wins.set(c, (wins.get(c) || 0) + 1);
     const rows = [...wins.keys()].sort((a, b) => wins.get(b) - wins.get(a) || a.localeCompare(b));
+    if (!rows.length) {
+      target.replaceChildren(el("div", { class: "empty" },
+        `No candidate solved a train seed yet: every seed is a miss (0/${seeds.length} covered).`));
+      return;
+    }
     const head = el("tr", {}, el("th"), ...seeds.map((s) => el("th", { class: "seed", title: s }, s)), el("th"));
     const body = rows.map((c) => el("tr", {},
       el("td", { class: "label" }, cid(c)),
       ...seeds.map((s) => {
-        const won = state.winners[s].includes(c);
+        const won = state.winners[s].includes(c), miss = !state.winners[s].length;
         const fresh = won && state.newWins.has(`${s}|${c}`);
-        return el("td", { class: `cell${won ? " win" : ""}${fresh ? " new" : ""}`, style: `--c:${color(c)}`, title: `${s}: ${won ? "won by " : "not won by "}${c}` });
+        const title = miss ? `${s}: a miss, no candidate solved it` : `${s}: ${won ? "won by " : "not won by "}${c}`;
+        return el("td", { class: `cell${won ? " win" : ""}${miss ? " miss" : ""}${fresh ? " new" : ""}`, style: `--c:${color(c)}`, title });
       }),
       el("td", { class: "count" }, `${wins.get(c)}/${seeds.length}`)));
     target.replaceChildren(
       el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)),
       el("div", { class: "legend" },
         el("span", {}, el("i", { style: `background:${color(rows[0])}` }), "wins the seed (ties: every best candidate)"),
+        el("span", {}, el("i", { class: "miss" }), "miss: no candidate solved the seed"),
         el("span", {}, el("i", { class: "ring" }), "new win in the last update")));
     target.classList.toggle("dense", seeds.length > 48);
   }
