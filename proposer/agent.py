@@ -13,8 +13,8 @@ from typing import Any
 
 from proposer.brief import Brief
 from proposer.client import UsageMeter
-from proposer.evidence import is_failure, truncate
 from proposer.prompts import GUIDELINES, components_section, wins_table
+from proposer.render import is_failure, truncate
 from proposer.tools import TOOL_SPECS, Workspace
 from proposer.types import ProposerConfig
 from schemas.exceptions import ProposalRejected, ProposerError

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proposer.brief import Brief, evidence_for
-from proposer.evidence import is_failure, render_trace
 from proposer.prompts import GUIDELINES, frontier_section, wins_table
+from proposer.render import is_failure, render_trace
 from schemas.exceptions import ProposalRejected
 
 __all__ = ["OUTPUT_FILES", "AgentFolder", "component_files"]

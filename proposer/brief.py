@@ -11,7 +11,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from proposer.evidence import CHARS_PER_TOKEN, render_context, render_evaluations
+from proposer.render import CHARS_PER_TOKEN, render_context, render_evaluations
 from proposer.types import CandidateView, ComponentSpec, Evaluation, MergeRequest, ProposalRequest
 from schemas.exceptions import ProposalRejected, UserError
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from proposer.brief import Brief, evidence_for
-from proposer.evidence import CHARS_PER_TOKEN, render_trace, truncate
 from proposer.guards import length_cap
+from proposer.render import CHARS_PER_TOKEN, render_trace, truncate
 from proposer.types import ProposerConfig
 from schemas.records import content_hash
 

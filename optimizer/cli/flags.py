@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from optimizer.runtime.tracking_mlflow import URI_ENVS
+from optimizer.runtime.tracking import URI_ENVS
 from schemas import RunConfig, UserError
 from schemas.env import config_env, read_env
 

@@ -47,7 +47,7 @@ from optimizer.runtime.program_check import ProgramWatch, check_resumed, check_s
 from optimizer.runtime.promotion import Promotion, select_and_promote, selection_need
 from optimizer.runtime.state import SearchState
 from optimizer.runtime.strategy import Searches, SearchMethod, SearchStart, method_of
-from optimizer.runtime.tracking_mlflow import mlflow_tracking
+from optimizer.runtime.tracking import mlflow_tracking
 from proposer import ComponentSpec, Proposer
 from proposer.client import reflection_api_key, run_reflection_is_local
 from proposer.external import ExternalProposer, command_secrets, proposer_for
@@ -453,7 +453,7 @@ class _Run:
     async def _state(self, program: Program, plan: RunPlan) -> tuple[SearchState, CandidateRecord]:
         """The search state with every stored candidate, and the baseline's record."""
         run_id = self.record.run_id
-        state = SearchState(train_seeds=plan.train, floor=program.reward_range[0])
+        state = SearchState(train_seeds=plan.train)
         stored = self.record.state.get("proposals", {})
         state.proposals.update({str(k): v for k, v in stored.items()})
         state.extra.update(

@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-import optimizer.runtime.tracking_mlflow as tracking
-from optimizer.runtime.tracking_mlflow import STATE_FILE
-from optimizer.runtime.tracking_mlflow_ops import EventRecorder
+import optimizer.runtime.tracking.tracker as tracking
+from optimizer.runtime.tracking.ops import EventRecorder
+from optimizer.runtime.tracking.tracker import STATE_FILE
 from optimizer.searches import run_optimization
 from schemas import Event, RunConfig
 from tests.fakes.mlflow_server import mlflow_server, require_client

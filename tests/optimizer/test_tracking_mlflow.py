@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import optimizer.runtime.tracking_mlflow as tracking
+import optimizer.runtime.tracking.tracker as tracking
 from optimizer.cli import build_parser
 from optimizer.cli.flags import config_from_args
 from optimizer.cli.optimize import check_runnable
-from optimizer.runtime.tracking_mlflow_ops import (
+from optimizer.runtime.tracking.ops import (
     Artifact,
     EventRecorder,
     Metrics,

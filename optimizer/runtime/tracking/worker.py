@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.runtime.tracking_mlflow_ops import Artifact, End, Metrics, Op, Params, Tags
+from optimizer.runtime.tracking.ops import Artifact, End, Metrics, Op, Params, Tags
 
 __all__ = ["MlflowWorker", "Start"]
 

@@ -1,6 +1,6 @@
 """What a run logs to MLflow, as plain operations: pure functions of its config and events.
 
-:mod:`optimizer.runtime.tracking_mlflow` feeds every event of a run to an ``EventRecorder``, which
+:mod:`optimizer.runtime.tracking.tracker` feeds every event of a run to an ``EventRecorder``, which
 keeps the counters the events carry (paid and cached calls, spend, frontier coverage, the
 best train score) and answers the operations to send: metrics at each iteration's outcome
 (``step`` = the iteration, or the MIPRO trial), tags at phase changes, the promotion. At the

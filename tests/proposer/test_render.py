@@ -1,4 +1,4 @@
-"""Evidence under a token budget: deterministic sampling and explicit truncation notes."""
+"""Rollouts rendered for the reflection model under a token budget: deterministic sampling and explicit truncation notes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 from proposer import Evaluation
 from proposer.brief import brief_for_proposal, evidence_for
-from proposer.evidence import render_evaluations, render_trace, task_input
+from proposer.render import render_evaluations, render_trace, task_input
 from tests.proposer.fakes import (
     banking_request,
     completion,

@@ -5,11 +5,11 @@ standard ``MLFLOW_TRACKING_URI`` of the running process, turns it on; the experi
 ``MLFLOW_EXPERIMENT_NAME`` (default ``gepa-runtime``) and the MLflow run is named after the
 run id. The runtime knows nothing of MLflow: ``mlflow_tracking`` subscribes a listener to the
 run's ``EventSink`` for the length of a run. What gets logged (see
-:mod:`optimizer.runtime.tracking_mlflow_ops`): the config without secrets as params, per-iteration
+:mod:`optimizer.runtime.tracking.ops`): the config without secrets as params, per-iteration
 metrics, tags (program, method, phase, promoted), and at the end every candidate's texts and
 scores, ``evidence.json`` and ``report.md`` as artifacts.
 
-MLflow calls block, so they run in a thread (:mod:`optimizer.runtime.tracking_mlflow_worker`); a run
+MLflow calls block, so they run in a thread (:mod:`optimizer.runtime.tracking.worker`); a run
 waits for them only at its end, at most ``FINISH_TIMEOUT_S``. A tracking server that is down
 or fails costs one warning (an event, stderr, the report) and nothing else. The MLflow run's
 id is kept in the run folder (``mlflow.json``, with the warnings), so a resumed run continues
@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from optimizer.runtime.events import EventSink
-from optimizer.runtime.tracking_mlflow_ops import (
+from optimizer.runtime.tracking.ops import (
     Artifact,
     End,
     EventRecorder,
@@ -40,7 +40,7 @@ from optimizer.runtime.tracking_mlflow_ops import (
     config_params,
     mlflow_status,
 )
-from optimizer.runtime.tracking_mlflow_worker import MlflowWorker, Start
+from optimizer.runtime.tracking.worker import MlflowWorker, Start
 from schemas import Event, RunConfig, UserError
 from workspace import Workspace
 
