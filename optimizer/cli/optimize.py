@@ -36,6 +36,7 @@ from optimizer.cli.flags import (
     config_from_args,
     config_overrides,
 )
+from optimizer.cli.sweep import add_sweep_flags, sweep_command
 from optimizer.mipro import load_optuna
 from optimizer.runtime.embedded import absolute_paths, stored_config
 from optimizer.runtime.events import Listener
@@ -94,6 +95,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     run = commands.add_parser("run", help="run an optimization (one shot), or run/resume RUN_ID")
     run.add_argument("run_id", nargs="?", default=None, help="run or resume this run")
     run.add_argument("--quiet", action="store_true", help="no progress line")
+    add_sweep_flags(run)
     for command, func in ((create, _create), (dry, _dry_run), (run, _run)):
         add_workspace_flag(command)
         add_config_flags(command)
@@ -219,6 +221,8 @@ def _dry_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     _server_from_env(args)
+    if args.student_models:
+        return sweep_command(args, _new_config)
     if args.server:
         return asyncio.run(_run_remote(args))
     root = resolve_workspace(args.workspace)

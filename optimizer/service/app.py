@@ -37,6 +37,7 @@ from optimizer.service.origin import LOOPBACK_HOSTS, SameOrigin
 from optimizer.service.pages import STATIC, index_page, run_page
 from optimizer.service.policy import RunPolicy
 from optimizer.service.sse import StreamSettings
+from optimizer.service.sweeps import sweep_routes
 from workspace import Workspace
 
 __all__ = ["ServiceSettings", "create_app"]
@@ -99,6 +100,7 @@ def create_app(
     app = Starlette(
         routes=[
             *api_routes(),
+            *sweep_routes(),
             Route("/openapi.json", _openapi, methods=["GET"]),
             Route("/", index_page, methods=["GET"]),
             Route("/runs/{run_id}", run_page, methods=["GET"]),

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from optimizer.service.api import CreateRun
+from optimizer.service.sweeps import sweep_openapi_paths
 from schemas import CandidateRecord, Event, RolloutRecord, RunConfig, TrialView
 
 __all__ = ["openapi_spec"]
@@ -102,7 +103,13 @@ RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "
 
 def _paths() -> dict[str, Any]:
     """Every route of the API, in the order the document lists them."""
-    return {**_run_list_paths(), **_run_paths(), **_rollout_paths(), **_output_paths()}
+    return {
+        **_run_list_paths(),
+        **_run_paths(),
+        **_rollout_paths(),
+        **_output_paths(),
+        **sweep_openapi_paths(),
+    }
 
 
 def _run_list_paths() -> dict[str, Any]:
