@@ -4,6 +4,10 @@
 ``student``) with llama-cpp-python on a free port for the whole session. Without the GGUF or
 llama-cpp-python the tests that use it are skipped with the install command, unless
 ``GEPA_REQUIRE_LOCAL_MODEL=1``, which turns the skip into a failure (for CI that must run them).
+
+``postgres_url`` is the real PostgreSQL server of ``GEPA_TEST_POSTGRES_URL`` (see
+``tests/postgres.py``; skipped without it unless ``GEPA_REQUIRE_POSTGRES=1``), and
+``postgres_store_url`` a fresh schema on it for one test.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import NoReturn
 import pytest
 
 from optimizer.local_models import LlamaServer, ModelInstallError, llama_cpp_installed, model_path
+from tests.postgres import fresh_schema, server_url
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -34,3 +39,16 @@ def local_llm_base_url() -> Iterator[str]:
         _unavailable(str(exc))
     with LlamaServer(path, alias="student") as server:
         yield server.base_url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The test server's URL (a database the user owns); a skip when there is none."""
+    return server_url()
+
+
+@pytest.fixture
+def postgres_store_url(postgres_url: str) -> Iterator[str]:
+    """A URL whose store lives in a new, empty schema, dropped after the test."""
+    with fresh_schema(postgres_url) as url:
+        yield url

@@ -1,15 +1,19 @@
-"""Everything gepa-runtime persists: ``workspace.sqlite`` (aiosqlite) and the run folders.
+"""Everything gepa-runtime persists, behind one interface: :class:`Workspace`.
 
-The workspace folder (``./.gepa`` by default, ``--workspace DIR`` or ``GEPA_WORKSPACE``)
-holds ``workspace.sqlite`` (runs, candidates with lineage, the rollout cache, per-seed
-frontier state, the trials feed, the event log) and ``runs/<run_id>/`` with the evidence
-files. :class:`Workspace` is its only writer; other processes open it ``readonly=True``.
+Two engines. The default is a folder (``./.gepa``, ``--workspace DIR`` or
+``GEPA_WORKSPACE``) holding ``workspace.sqlite`` (runs, candidates with lineage, the rollout
+cache, per-seed frontier state, the trials feed, the event log, run leases) and
+``runs/<run_id>/`` with the evidence files; one process writes it, others read it
+(``readonly=True``). ``--workspace postgresql://USER@HOST:PORT/DBNAME`` puts the same
+tables, and the run files, in PostgreSQL, which processes on several hosts share
+(:mod:`workspace.postgres`, ``pip install 'gepa-runtime[postgres]'``).
 """
 
 from __future__ import annotations
 
 from workspace.codec import MIN_TRACE_CAP, decode_trace, encode_trace, strict_json
 from workspace.lease import HEARTBEAT_S, LEASE_TIMEOUT_S, Lease, Takeover, leased_message
+from workspace.location import DatabaseURL, mask_url, workspace_target
 from workspace.migrations import MIGRATIONS, SCHEMA_VERSION, Migration
 from workspace.redact import scrub, scrub_text
 from workspace.store import DEFAULT_WORKSPACE, Workspace, resolve_workspace
@@ -21,6 +25,7 @@ __all__ = [
     "MIGRATIONS",
     "MIN_TRACE_CAP",
     "SCHEMA_VERSION",
+    "DatabaseURL",
     "Lease",
     "Migration",
     "Takeover",
@@ -28,8 +33,10 @@ __all__ = [
     "decode_trace",
     "encode_trace",
     "leased_message",
+    "mask_url",
     "resolve_workspace",
     "scrub",
     "scrub_text",
     "strict_json",
+    "workspace_target",
 ]

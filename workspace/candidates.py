@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
-
-import aiosqlite
-
 from schemas.exceptions import UserError
 from schemas.records import CandidateRecord, ModelUsage
 from workspace.codec import dumps, loads
+from workspace.conn import Conn, Row
 
 __all__ = ["fetch_candidate", "insert_candidate", "list_candidates"]
 
@@ -18,7 +15,7 @@ _COLUMNS = (
 )
 
 
-def _to_record(row: sqlite3.Row) -> CandidateRecord:
+def _to_record(row: Row) -> CandidateRecord:
     return CandidateRecord(
         run_id=row["run_id"],
         candidate_id=row["candidate_id"],
@@ -33,9 +30,9 @@ def _to_record(row: sqlite3.Row) -> CandidateRecord:
     )
 
 
-async def insert_candidate(conn: aiosqlite.Connection, record: CandidateRecord) -> bool:
+async def insert_candidate(conn: Conn, record: CandidateRecord) -> bool:
     """Insert ``record`` unless ``(run_id, candidate_id)`` exists; whether it was inserted."""
-    cursor = await conn.execute(
+    inserted = await conn.execute(
         f"INSERT INTO candidates ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
         "ON CONFLICT (run_id, candidate_id) DO NOTHING",
         (
@@ -51,18 +48,14 @@ async def insert_candidate(conn: aiosqlite.Connection, record: CandidateRecord) 
             record.created_at,
         ),
     )
-    return cursor.rowcount == 1
+    return inserted == 1
 
 
-async def fetch_candidate(
-    conn: aiosqlite.Connection, run_id: str, candidate_id: str
-) -> CandidateRecord:
+async def fetch_candidate(conn: Conn, run_id: str, candidate_id: str) -> CandidateRecord:
     """One candidate of a run; unknown is a ``UserError``."""
-    rows = list(
-        await conn.execute_fetchall(
-            f"SELECT {_COLUMNS} FROM candidates WHERE run_id = ? AND candidate_id = ?",
-            (run_id, candidate_id),
-        )
+    rows = await conn.fetchall(
+        f"SELECT {_COLUMNS} FROM candidates WHERE run_id = ? AND candidate_id = ?",
+        (run_id, candidate_id),
     )
     if not rows:
         raise UserError(
@@ -72,9 +65,9 @@ async def fetch_candidate(
     return _to_record(rows[0])
 
 
-async def list_candidates(conn: aiosqlite.Connection, run_id: str) -> list[CandidateRecord]:
+async def list_candidates(conn: Conn, run_id: str) -> list[CandidateRecord]:
     """The run's candidates in creation order."""
-    rows = await conn.execute_fetchall(
+    rows = await conn.fetchall(
         f"SELECT {_COLUMNS} FROM candidates WHERE run_id = ? ORDER BY seq", (run_id,)
     )
     return [_to_record(row) for row in rows]

@@ -27,6 +27,7 @@ from urllib.parse import quote
 import aiosqlite
 
 from schemas.exceptions import WorkspaceError
+from workspace.conn import Conn, SqliteConn
 from workspace.migrations import SCHEMA_VERSION, check_version, migrate, needs_migration
 
 __all__ = ["Database"]
@@ -154,17 +155,17 @@ class Database:
         return self._conn
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def read(self) -> AsyncIterator[Conn]:
         """The connection, for reads, with SQLite errors turned into ``WorkspaceError``."""
         conn = self._connection()
         async with self._lock:
             try:
-                yield conn
+                yield SqliteConn(conn)
             except sqlite3.Error as exc:
                 raise WorkspaceError(f"reading {self.path} failed: {exc}") from exc
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def write(self) -> AsyncIterator[Conn]:
         """One ``BEGIN IMMEDIATE ... COMMIT`` transaction; committed (durable) on exit.
 
         Any exception rolls it back. The ``COMMIT`` is shielded: once it is queued it
@@ -180,7 +181,7 @@ class Database:
         async with self._lock:
             try:
                 await conn.execute("BEGIN IMMEDIATE")
-                yield conn
+                yield SqliteConn(conn)
             except sqlite3.Error as exc:
                 await asyncio.shield(self._rollback(conn))
                 raise WorkspaceError(self._write_failed(exc)) from exc

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import aiosqlite
-
 from workspace.codec import dumps, loads
+from workspace.conn import Conn
 
 __all__ = ["load_frontier", "save_frontier"]
 
 
 async def save_frontier(
-    conn: aiosqlite.Connection,
+    conn: Conn,
     run_id: str,
     frontier: Mapping[str, Sequence[str]],
     scores: Mapping[str, float],
 ) -> None:
-    """Replace the run's frontier: seed -> winning candidate ids, seed -> best score."""
+    """Replace the run's frontier: seed -> winning candidate ids, seed -> best score.
+
+    The caller holds the run's row lock (``require_run(lock=True)``) on PostgreSQL, so two
+    replacements of one run's frontier never interleave.
+    """
     await conn.execute("DELETE FROM frontier WHERE run_id = ?", (run_id,))
     seeds = list(dict.fromkeys([*frontier, *scores]))
     await conn.executemany(
@@ -34,12 +37,12 @@ async def save_frontier(
     )
 
 
-async def load_frontier(
-    conn: aiosqlite.Connection, run_id: str
-) -> tuple[dict[str, list[str]], dict[str, float]]:
+async def load_frontier(conn: Conn, run_id: str) -> tuple[dict[str, list[str]], dict[str, float]]:
     """The run's last saved frontier and scores (empty if never saved), in saved order."""
-    rows = await conn.execute_fetchall(
-        "SELECT seed, candidates, score FROM frontier WHERE run_id = ? ORDER BY rowid", (run_id,)
+    rows = await conn.fetchall(
+        "SELECT seed, candidates, score FROM frontier WHERE run_id = ? "
+        f"ORDER BY {conn.dialect.insertion_order}",
+        (run_id,),
     )
     frontier: dict[str, list[str]] = {}
     scores: dict[str, float] = {}

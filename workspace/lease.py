@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiosqlite
+from workspace.conn import Conn
 
 __all__ = [
     "HEARTBEAT_S",
@@ -123,11 +123,9 @@ def leased_message(
 _COLUMNS = "run_id, token, host, pid, acquired_at, heartbeat_at"
 
 
-async def fetch_lease(conn: aiosqlite.Connection, run_id: str) -> Lease | None:
+async def fetch_lease(conn: Conn, run_id: str) -> Lease | None:
     """The run's lease row, live or stale, or ``None``."""
-    rows = list(
-        await conn.execute_fetchall(f"SELECT {_COLUMNS} FROM leases WHERE run_id = ?", (run_id,))
-    )
+    rows = await conn.fetchall(f"SELECT {_COLUMNS} FROM leases WHERE run_id = ?", (run_id,))
     if not rows:
         return None
     row = rows[0]
@@ -137,24 +135,26 @@ async def fetch_lease(conn: aiosqlite.Connection, run_id: str) -> Lease | None:
     )  # fmt: skip
 
 
-async def put_lease(conn: aiosqlite.Connection, lease: Lease) -> None:
+async def put_lease(conn: Conn, lease: Lease) -> None:
     """Store ``lease`` as the run's lease, replacing any other."""
     await conn.execute(
-        f"INSERT OR REPLACE INTO leases ({_COLUMNS}) VALUES (?,?,?,?,?,?)",
+        f"INSERT INTO leases ({_COLUMNS}) VALUES (?,?,?,?,?,?) ON CONFLICT (run_id) DO UPDATE "
+        "SET token = excluded.token, host = excluded.host, pid = excluded.pid, "
+        "acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at",
         (lease.run_id, lease.token, lease.host, lease.pid, lease.acquired_at, lease.heartbeat_at),
     )
 
 
-async def renew_lease(conn: aiosqlite.Connection, lease: Lease, now: float) -> bool:
+async def renew_lease(conn: Conn, lease: Lease, now: float) -> bool:
     """Move the heartbeat of ``lease`` to ``now``; ``False`` when it is no longer held."""
-    cursor = await conn.execute(
+    changed = await conn.execute(
         "UPDATE leases SET heartbeat_at = ? WHERE run_id = ? AND token = ?",
         (now, lease.run_id, lease.token),
     )
-    return cursor.rowcount == 1
+    return changed == 1
 
 
-async def drop_lease(conn: aiosqlite.Connection, lease: Lease) -> None:
+async def drop_lease(conn: Conn, lease: Lease) -> None:
     """Remove ``lease`` if it is still the run's lease (a newer holder's stays)."""
     await conn.execute(
         "DELETE FROM leases WHERE run_id = ? AND token = ?", (lease.run_id, lease.token)

@@ -2,21 +2,21 @@
 
 Every finished rollout attempt is a row; error rows are kept for the record. The partial
 unique index ``rollouts_ok_by_key`` holds at most one ``ok`` row per cache key (the first
-one wins) and every cache read filters on ``status = 'ok'``, so an error is never a hit.
+one wins) and every cache read filters on ``status = 'ok'``, so an error is never a hit. Processes that
+share a PostgreSQL store may pay for the same key at once: the first ``ok`` row committed
+wins there too (``ON CONFLICT DO NOTHING`` on that index), and the others get its id.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Sequence
-
-import aiosqlite
 
 from schemas.exceptions import UserError, WorkspaceError
 from schemas.protocol import Usage
 from schemas.records import RolloutRecord
 from schemas.trace_ids import trace_id_of
 from workspace.codec import EncodedTrace, decode_trace, dumps, loads
+from workspace.conn import Conn, Row
 
 __all__ = [
     "MAX_PARAMS",
@@ -38,6 +38,7 @@ _FIELDS = (
 )  # fmt: skip
 _COLUMNS = ", ".join(_FIELDS)
 _INSERT = f"INSERT INTO rollouts ({_COLUMNS}) VALUES ({', '.join('?' * len(_FIELDS))})"
+_INSERT_FIRST_OK = f"{_INSERT} ON CONFLICT (cache_key) WHERE status = 'ok' DO NOTHING RETURNING id"
 _SELECT = f"SELECT id, {_COLUMNS} FROM rollouts"
 
 
@@ -73,7 +74,7 @@ def to_row(record: RolloutRecord, trace: EncodedTrace) -> tuple[object, ...]:
     )
 
 
-def _to_record(row: sqlite3.Row) -> RolloutRecord:
+def _to_record(row: Row) -> RolloutRecord:
     return RolloutRecord(
         rollout_id=row["id"],
         cache_key=row["cache_key"],
@@ -98,13 +99,13 @@ def _to_record(row: sqlite3.Row) -> RolloutRecord:
     )
 
 
-async def lookup_many(conn: aiosqlite.Connection, keys: Sequence[str]) -> dict[str, RolloutRecord]:
+async def lookup_many(conn: Conn, keys: Sequence[str]) -> dict[str, RolloutRecord]:
     """The ``ok`` rollout of each key that has one; one query per 900 keys."""
     found: dict[str, RolloutRecord] = {}
     unique = list(dict.fromkeys(keys))
     for part in chunks(unique):
         marks = ",".join("?" * len(part))
-        rows = await conn.execute_fetchall(
+        rows = await conn.fetchall(
             f"{_SELECT} WHERE status = 'ok' AND cache_key IN ({marks})", part
         )
         for row in rows:
@@ -112,11 +113,11 @@ async def lookup_many(conn: aiosqlite.Connection, keys: Sequence[str]) -> dict[s
     return found
 
 
-async def _ok_ids(conn: aiosqlite.Connection, keys: Sequence[str]) -> dict[str, int]:
+async def _ok_ids(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
     ids: dict[str, int] = {}
     for part in chunks(list(dict.fromkeys(keys))):
         marks = ",".join("?" * len(part))
-        rows = await conn.execute_fetchall(
+        rows = await conn.fetchall(
             f"SELECT cache_key, id FROM rollouts WHERE status = 'ok' AND cache_key IN ({marks})",
             part,
         )
@@ -125,19 +126,17 @@ async def _ok_ids(conn: aiosqlite.Connection, keys: Sequence[str]) -> dict[str, 
 
 
 async def insert_rollouts(
-    conn: aiosqlite.Connection, records: Sequence[RolloutRecord], rows: Sequence[tuple[object, ...]]
+    conn: Conn, records: Sequence[RolloutRecord], rows: Sequence[tuple[object, ...]]
 ) -> list[int]:
     """Insert ``rows`` (from :func:`to_row`, parallel to ``records``); their ids in order.
 
     Must run inside a write transaction. An ``ok`` row whose key already has an ``ok`` row
     (stored before, or earlier in this batch) is not inserted; its id is the existing one.
-    The new rows go in with one ``executemany``; their ids are read back as the ids above
-    the previous maximum, which AUTOINCREMENT guarantees are ours and in insertion order
-    (we hold the write lock, so no other connection inserts meanwhile).
     """
     existing = await _ok_ids(conn, [r.cache_key for r in records if r.status == "ok"])
     slots: list[tuple[bool, int]] = []  # (is_new, existing id | index into fresh)
     fresh: list[tuple[object, ...]] = []
+    fresh_keys: list[str | None] = []  # the cache key of each fresh ok row
     batch_ok: dict[str, int] = {}
     for record, row in zip(records, rows, strict=True):
         if record.status == "ok":
@@ -150,35 +149,62 @@ async def insert_rollouts(
             batch_ok[record.cache_key] = len(fresh)
         slots.append((True, len(fresh)))
         fresh.append(row)
+        fresh_keys.append(record.cache_key if record.status == "ok" else None)
     new_ids: list[int] = []
     if fresh:
-        before = list(await conn.execute_fetchall("SELECT COALESCE(MAX(id), 0) FROM rollouts"))
-        await conn.executemany(_INSERT, fresh)
-        rows_back = await conn.execute_fetchall(
-            "SELECT id FROM rollouts WHERE id > ? ORDER BY id", (before[0][0],)
-        )
-        new_ids = [row[0] for row in rows_back]
-        if len(new_ids) != len(fresh):
-            raise WorkspaceError(
-                f"inserted {len(fresh)} rollouts but read back {len(new_ids)} new ids"
-            )
+        insert = _insert_concurrent if conn.dialect.postgres else _insert_sole_writer
+        new_ids = await insert(conn, fresh, fresh_keys)
     return [new_ids[value] if is_new else value for is_new, value in slots]
 
 
-async def fetch_rollout(conn: aiosqlite.Connection, rollout_id: int) -> RolloutRecord:
+async def _insert_sole_writer(
+    conn: Conn, fresh: list[tuple[object, ...]], keys: list[str | None]
+) -> list[int]:
+    """SQLite: one ``executemany``; the new ids are read back as the ids above the previous
+    maximum, which AUTOINCREMENT guarantees are ours and in insertion order (we hold the
+    write lock, so no other connection inserts meanwhile)."""
+    before = await conn.fetchall("SELECT COALESCE(MAX(id), 0) FROM rollouts")
+    await conn.executemany(_INSERT, fresh)
+    rows_back = await conn.fetchall(
+        "SELECT id FROM rollouts WHERE id > ? ORDER BY id", (before[0][0],)
+    )
+    new_ids = [row[0] for row in rows_back]
+    if len(new_ids) != len(fresh):
+        raise WorkspaceError(f"inserted {len(fresh)} rollouts but read back {len(new_ids)} new ids")
+    return new_ids
+
+
+async def _insert_concurrent(
+    conn: Conn, fresh: list[tuple[object, ...]], keys: list[str | None]
+) -> list[int]:
+    """PostgreSQL: each row ``RETURNING id``; an ok row another process committed first
+    (after our lookup) returns nothing, and takes the id of that process's row."""
+    returned = await conn.fetch_each(_INSERT_FIRST_OK, fresh)
+    lost = [key for key, rows in zip(keys, returned, strict=True) if not rows and key]
+    winners = await _ok_ids(conn, lost) if lost else {}
+    ids = []
+    for key, rows in zip(keys, returned, strict=True):
+        if rows:
+            ids.append(int(rows[0][0]))
+        elif key is not None and key in winners:
+            ids.append(winners[key])
+        else:
+            raise WorkspaceError(f"a rollout of cache key {key!r} was neither stored nor found")
+    return ids
+
+
+async def fetch_rollout(conn: Conn, rollout_id: int) -> RolloutRecord:
     """The rollout row ``rollout_id`` with its trace; unknown is a ``UserError``."""
-    rows = list(await conn.execute_fetchall(f"{_SELECT} WHERE id = ?", (rollout_id,)))
+    rows = await conn.fetchall(f"{_SELECT} WHERE id = ?", (rollout_id,))
     if not rows:
         raise UserError(f"unknown rollout id {rollout_id}")
     return _to_record(rows[0])
 
 
-async def rollouts_for_candidate(
-    conn: aiosqlite.Connection, run_id: str, candidate_id: str
-) -> list[RolloutRecord]:
+async def rollouts_for_candidate(conn: Conn, run_id: str, candidate_id: str) -> list[RolloutRecord]:
     """Every rollout a run used for a candidate: paid by the run or served from the cache
     (linked as trials), errors included, oldest first."""
-    rows = await conn.execute_fetchall(
+    rows = await conn.fetchall(
         f"{_SELECT} WHERE (run_id = ? AND candidate_id = ?) OR id IN "
         "(SELECT rollout_id FROM trials WHERE run_id = ? AND candidate_id = ?) ORDER BY id",
         (run_id, candidate_id, run_id, candidate_id),
@@ -186,18 +212,14 @@ async def rollouts_for_candidate(
     return [_to_record(row) for row in rows]
 
 
-async def fetch_run_rollout(
-    conn: aiosqlite.Connection, run_id: str, rollout_id: int
-) -> RolloutRecord:
+async def fetch_run_rollout(conn: Conn, run_id: str, rollout_id: int) -> RolloutRecord:
     """Rollout ``rollout_id`` if run ``run_id`` used it (paid it, or reused it from the cache:
     a cached trial names the key of the ``ok`` row it was served); else a ``UserError``."""
-    rows = list(
-        await conn.execute_fetchall(
-            f"{_SELECT} AS r WHERE r.id = ? AND (r.run_id = ? OR EXISTS (SELECT 1 FROM trials AS t"
-            " WHERE t.run_id = ? AND (t.rollout_id = r.id OR (t.rollout_id IS NULL"
-            " AND t.cache_key = r.cache_key AND r.status = 'ok'))))",
-            (rollout_id, run_id, run_id),
-        )
+    rows = await conn.fetchall(
+        f"{_SELECT} AS r WHERE r.id = ? AND (r.run_id = ? OR EXISTS (SELECT 1 FROM trials AS t"
+        " WHERE t.run_id = ? AND (t.rollout_id = r.id OR (t.rollout_id IS NULL"
+        " AND t.cache_key = r.cache_key AND r.status = 'ok'))))",
+        (rollout_id, run_id, run_id),
     )
     if not rows:
         raise UserError(f"run {run_id!r} has no rollout {rollout_id}")

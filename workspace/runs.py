@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
-import aiosqlite
-
 from schemas.exceptions import UserError
 from schemas.records import RunRecord
 from workspace.codec import dumps, loads
+from workspace.conn import Conn, Row
 
 __all__ = ["fetch_run", "insert_run", "list_runs", "replace_run", "require_run", "unknown_run"]
 
@@ -18,15 +14,15 @@ _COLUMNS = (
 )
 
 
-def unknown_run(run_id: str, root: Path) -> UserError:
-    """The error for a run id that is not in the workspace at ``root``."""
+def unknown_run(run_id: str, where: str) -> UserError:
+    """The error for a run id that is not in the workspace ``where`` (a folder or a URL)."""
     return UserError(
-        f"unknown run {run_id!r} in {root}; list runs with: "
-        f"gepa-runtime runs list --workspace {root}"
+        f"unknown run {run_id!r} in {where}; list runs with: "
+        f"gepa-runtime runs list --workspace {where}"
     )
 
 
-def _to_record(row: sqlite3.Row) -> RunRecord:
+def _to_record(row: Row) -> RunRecord:
     return RunRecord(
         run_id=row["run_id"],
         config=loads(row["config"], {}),
@@ -56,39 +52,49 @@ def _params(run: RunRecord) -> tuple[object, ...]:
     )
 
 
-async def insert_run(conn: aiosqlite.Connection, run: RunRecord, root: Path) -> None:
-    """Insert a new run; an existing id is a ``UserError``."""
-    existing = await conn.execute_fetchall("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,))
-    if list(existing):
-        raise UserError(f"run {run.run_id!r} already exists in {root}; pick another run id")
-    await conn.execute(f"INSERT INTO runs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", _params(run))
-
-
-async def fetch_run(conn: aiosqlite.Connection, run_id: str, root: Path) -> RunRecord:
-    """The run ``run_id``; unknown is a ``UserError`` that says how to list runs."""
-    rows = list(
-        await conn.execute_fetchall(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+async def insert_run(conn: Conn, run: RunRecord, where: str) -> None:
+    """Insert a new run; an existing id is a ``UserError`` (also when another process won)."""
+    inserted = await conn.execute(
+        f"INSERT INTO runs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT (run_id) DO NOTHING",
+        _params(run),
     )
+    if not inserted:
+        raise UserError(f"run {run.run_id!r} already exists in {where}; pick another run id")
+
+
+async def fetch_run(conn: Conn, run_id: str, where: str, *, lock: bool = False) -> RunRecord:
+    """The run ``run_id``; unknown is a ``UserError`` that says how to list runs.
+
+    ``lock`` holds the row until the transaction ends (PostgreSQL), for a read-modify-write.
+    """
+    suffix = conn.dialect.lock_rows if lock else ""
+    rows = await conn.fetchall(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?{suffix}", (run_id,))
     if not rows:
-        raise unknown_run(run_id, root)
+        raise unknown_run(run_id, where)
     return _to_record(rows[0])
 
 
-async def require_run(conn: aiosqlite.Connection, run_id: str, root: Path) -> None:
-    """Raise the unknown-run ``UserError`` unless ``run_id`` exists."""
-    if not list(await conn.execute_fetchall("SELECT 1 FROM runs WHERE run_id = ?", (run_id,))):
-        raise unknown_run(run_id, root)
+async def require_run(conn: Conn, run_id: str, where: str, *, lock: bool = False) -> None:
+    """Raise the unknown-run ``UserError`` unless ``run_id`` exists.
+
+    ``lock`` holds the run's row until the transaction ends (PostgreSQL), so that writers of
+    one run's rows that read before they write (lease, frontier, trials) take turns.
+    """
+    suffix = conn.dialect.lock_rows if lock else ""
+    if not await conn.fetchall(f"SELECT 1 FROM runs WHERE run_id = ?{suffix}", (run_id,)):
+        raise unknown_run(run_id, where)
 
 
-async def list_runs(conn: aiosqlite.Connection) -> list[RunRecord]:
+async def list_runs(conn: Conn) -> list[RunRecord]:
     """Every run, newest first."""
-    rows = await conn.execute_fetchall(
-        f"SELECT {_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC"
+    rows = await conn.fetchall(
+        f"SELECT {_COLUMNS} FROM runs ORDER BY created_at DESC, {conn.dialect.insertion_order} DESC"
     )
     return [_to_record(row) for row in rows]
 
 
-async def replace_run(conn: aiosqlite.Connection, run: RunRecord) -> None:
+async def replace_run(conn: Conn, run: RunRecord) -> None:
     """Overwrite every column of an existing run with ``run``."""
     params = _params(run)
     await conn.execute(

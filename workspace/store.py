@@ -1,9 +1,12 @@
-"""``Workspace``: the one owner of ``<root>/workspace.sqlite`` and ``<root>/runs/<run_id>/``.
+"""``Workspace``: the store's one interface, over SQLite (a folder) or PostgreSQL (a URL).
 
 Everything the runtime persists goes through this class; nothing else writes SQL or the
-run folder. Each method is one read or one ``BEGIN IMMEDIATE ... COMMIT`` transaction
-(see :mod:`workspace.db` for durability and locking); the SQL of each table lives in its
-own module. Credentials are scrubbed (:mod:`workspace.redact`) before anything is written.
+run files. Each method is one read or one write transaction, on either engine: SQLite's
+``workspace.sqlite`` in a folder (:mod:`workspace.db`, the default) or a PostgreSQL
+database that several processes on several hosts share (:mod:`workspace.postgres`). The
+SQL of each table lives in its own module, written once for both (:mod:`workspace.conn`);
+a run's files live beside ``workspace.sqlite`` or in the database (:mod:`workspace.files`).
+Credentials are scrubbed (:mod:`workspace.redact`) before anything is written.
 
     async with Workspace(resolve_workspace(args.workspace)) as ws:
         run = await ws.create_run(config)
@@ -19,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.config import RunConfig
 from schemas.exceptions import RunLeased, UserError, WorkspaceError
@@ -36,6 +39,7 @@ from schemas.records import (
 from workspace import candidates, events, frontier, removal, rollouts, runs, trials
 from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace, strict_json
 from workspace.db import Database
+from workspace.files import DatabaseFiles, FolderFiles, RunFiles
 from workspace.lease import (
     LEASE_TIMEOUT_S,
     Lease,
@@ -48,49 +52,62 @@ from workspace.lease import (
     renew_lease,
     stale_reason,
 )
+from workspace.location import DEFAULT_WORKSPACE, DatabaseURL, resolve_workspace, workspace_target
 from workspace.redact import Scrubber
-from workspace.runfolder import RunFolder, check_run_id
+from workspace.runfolder import check_run_id
+
+if TYPE_CHECKING:
+    from workspace.postgres.db import PostgresDatabase
 
 __all__ = ["DEFAULT_WORKSPACE", "Workspace", "resolve_workspace"]
 
-DEFAULT_WORKSPACE = ".gepa"
-
-
-def resolve_workspace(
-    path: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None
-) -> Path:
-    """The workspace folder: explicit ``path`` > ``$GEPA_WORKSPACE`` > ``./.gepa``."""
-    environ = os.environ if env is None else env
-    chosen = path or environ.get("GEPA_WORKSPACE") or DEFAULT_WORKSPACE
-    return Path(chosen).expanduser()
-
 
 class Workspace:
-    """Owner of ``<root>/workspace.sqlite`` and ``<root>/runs/<run_id>/``.
+    """The store: runs, candidates, the rollout cache, trials, frontier, events, leases, files.
 
-    ``readonly=True`` opens an existing file with a ``mode=ro`` URI for another process
-    (the console); every write then raises ``WorkspaceError``. Always close it (``async
-    with``): the connection's worker thread would otherwise keep the process alive.
+    ``root`` is a folder (SQLite: ``<root>/workspace.sqlite`` and ``<root>/runs/<run_id>/``)
+    or a ``postgresql://`` URL (a :class:`DatabaseURL` or its text). With PostgreSQL,
+    ``root`` becomes the local run-files folder: ``run_files``, else ``$GEPA_RUN_FILES``,
+    else ``./.gepa`` (see :mod:`workspace.files`); ``pool_size`` bounds its connections.
+    ``readonly=True`` opens an existing store for another process (the console); every
+    write then raises ``WorkspaceError``. Always close it (``async with``): the SQLite
+    connection's worker thread or the PostgreSQL pool would keep the process alive.
     """
 
     def __init__(
         self,
-        root: str | os.PathLike[str],
+        root: str | os.PathLike[str] | DatabaseURL,
         *,
         trace_cap_bytes: int = 262144,
         readonly: bool = False,
         busy_timeout_s: float = 10.0,
+        run_files: str | os.PathLike[str] | None = None,
+        pool_size: int = 8,
     ) -> None:
         if trace_cap_bytes < MIN_TRACE_CAP:
             raise UserError(
                 f"trace_cap_bytes must be at least {MIN_TRACE_CAP}, got {trace_cap_bytes}"
             )
-        self.root = Path(root)
-        self.db_path = self.root / "workspace.sqlite"
         self.trace_cap_bytes = trace_cap_bytes
         self.readonly = readonly
-        self._db = Database(self.db_path, readonly=readonly, busy_timeout_s=busy_timeout_s)
-        self._folder = RunFolder(self.root)
+        target = workspace_target(root)
+        self._db: Database | PostgresDatabase
+        self._files: RunFiles
+        if isinstance(target, DatabaseURL):
+            self._db = _postgres(target, readonly=readonly, pool_size=pool_size)
+            self.backend = "postgres"
+            self.location = str(target)  # the password masked
+            chosen = run_files or os.environ.get("GEPA_RUN_FILES") or DEFAULT_WORKSPACE
+            self.root = Path(chosen).expanduser()
+            self.db_path: Path | None = None
+            self._files = DatabaseFiles(self.root, self._db, self.location)
+        else:
+            self.backend = "sqlite"
+            self.root = target
+            self.location = str(target)
+            self.db_path = self.root / "workspace.sqlite"
+            self._db = Database(self.db_path, readonly=readonly, busy_timeout_s=busy_timeout_s)
+            self._files = FolderFiles(self.root, self._db, self.location)
         # Everything written goes through it; a run adds the keys it knows (scrubber.add).
         self.scrubber = Scrubber()
 
@@ -98,7 +115,7 @@ class Workspace:
 
     async def open(self) -> Workspace:
         """Create the folder and database if needed, migrate, and return ``self``."""
-        if not self.readonly:
+        if not self.readonly and self.backend == "sqlite":
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -128,13 +145,13 @@ class Workspace:
         run_id = check_run_id(run_id) if run_id is not None else f"run-{secrets.token_hex(5)}"
         record = RunRecord(run_id=run_id, config=self.scrubber.value(config.redacted()))
         async with self._db.write() as conn:
-            await runs.insert_run(conn, record, self.root)
+            await runs.insert_run(conn, record, self.location)
         return record
 
     async def get_run(self, run_id: str) -> RunRecord:
         """The run ``run_id``; unknown is a ``UserError`` naming the command that lists runs."""
         async with self._db.read() as conn:
-            return await runs.fetch_run(conn, run_id, self.root)
+            return await runs.fetch_run(conn, run_id, self.location)
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run, newest first."""
@@ -160,7 +177,7 @@ class Workspace:
             "state": self.scrubber.value(state) if state is not None else None,
         }  # fmt: skip
         async with self._db.write() as conn:
-            current = await runs.fetch_run(conn, run_id, self.root)
+            current = await runs.fetch_run(conn, run_id, self.location, lock=True)
             data = current.model_dump()
             data.update({k: v for k, v in changes.items() if v is not None})
             data["updated_at"] = time.time()
@@ -176,17 +193,17 @@ class Workspace:
         live process holds (its lease) is ``RunLeased``.
         """
         async with self._db.write() as conn:
-            await runs.require_run(conn, run_id, self.root)
+            await runs.require_run(conn, run_id, self.location, lock=True)
             holder = await fetch_lease(conn, run_id)
             if holder is not None and stale_reason(holder, now=time.time()) is None:
                 raise RunLeased(leased_message(holder))
             counts = await removal.delete_run_rows(conn, run_id)
         try:
-            await asyncio.to_thread(self._folder.remove, run_id)
+            await self._files.remove(run_id)
         except OSError as exc:
             raise WorkspaceError(
-                f"deleted run {run_id!r} from {self.db_path} but not its folder "
-                f"{self._folder.path(run_id)} ({exc}); remove that folder by hand"
+                f"deleted run {run_id!r} from {self.db_path or self.location} but not its "
+                f"folder {self._files.path(run_id)} ({exc}); remove that folder by hand"
             ) from exc
         return counts
 
@@ -200,7 +217,8 @@ class Workspace:
         A live lease of another holder is ``RunLeased``, naming it (pid, host, since when).
         """
         async with self._db.write() as conn:
-            await runs.require_run(conn, run_id, self.root)
+            # Locked: two processes that both find the lease stale must not both take it.
+            await runs.require_run(conn, run_id, self.location, lock=True)
             now = time.time()
             current = await fetch_lease(conn, run_id)
             takeover = None
@@ -238,7 +256,7 @@ class Workspace:
     async def add_candidate(self, record: CandidateRecord) -> bool:
         """Store a candidate; ``False`` if ``(run_id, candidate_id)`` was already there."""
         async with self._db.write() as conn:
-            await runs.require_run(conn, record.run_id, self.root)
+            await runs.require_run(conn, record.run_id, self.location)
             return await candidates.insert_candidate(conn, record)
 
     async def get_candidate(self, run_id: str, candidate_id: str) -> CandidateRecord:
@@ -274,7 +292,7 @@ class Workspace:
         if not records:
             return []
         if self.readonly:
-            raise WorkspaceError(f"workspace {self.root} is opened read-only")
+            raise WorkspaceError(f"workspace {self.location} is opened read-only")
         rows = await asyncio.to_thread(self._encode_rollouts, list(records))
         async with self._db.write() as conn:
             return await rollouts.insert_rollouts(conn, records, rows)
@@ -287,10 +305,10 @@ class Workspace:
         if not records:
             return []
         if self.readonly:
-            raise WorkspaceError(f"workspace {self.root} is opened read-only")
+            raise WorkspaceError(f"workspace {self.location} is opened read-only")
         rows = await asyncio.to_thread(self._encode_rollouts, list(records))
         async with self._db.write() as conn:
-            await runs.require_run(conn, run_id, self.root)
+            await runs.require_run(conn, run_id, self.location)
             ids = await rollouts.insert_rollouts(conn, records, rows)
             paid = [
                 Trial(
@@ -349,7 +367,7 @@ class Workspace:
         if not trials_:
             return
         async with self._db.write() as conn:
-            await runs.require_run(conn, run_id, self.root)
+            await runs.require_run(conn, run_id, self.location)
             await trials.insert_trials(conn, run_id, trials_)
 
     async def list_trials(
@@ -371,7 +389,7 @@ class Workspace:
     ) -> None:
         """Replace the run's frontier: seed -> winning candidate ids, seed -> best score."""
         async with self._db.write() as conn:
-            await runs.require_run(conn, run_id, self.root)
+            await runs.require_run(conn, run_id, self.location, lock=True)
             await frontier.save_frontier(conn, run_id, frontier_, scores)
 
     async def load_frontier(self, run_id: str) -> tuple[dict[str, list[str]], dict[str, float]]:
@@ -387,7 +405,7 @@ class Workspace:
         """Append to the event log; the returned event carries its monotonic ``seq``."""
         clean = self.scrubber.value(data or {})
         async with self._db.write() as conn:
-            await runs.require_run(conn, run_id, self.root)
+            await runs.require_run(conn, run_id, self.location)
             return await events.append_event(conn, run_id, type, clean)
 
     async def events_since(
@@ -397,32 +415,51 @@ class Workspace:
         async with self._db.read() as conn:
             return await events.events_since(conn, run_id, after_seq, limit)
 
-    # the run folder
+    # the run's files (see workspace.files)
 
     def run_dir(self, run_id: str) -> Path:
-        """The run's evidence folder ``<root>/runs/<run_id>`` (created on first write)."""
-        return self._folder.path(run_id)
+        """The run's local folder ``<root>/runs/<run_id>`` (created on first write).
+
+        With PostgreSQL it holds the files this process wrote or checked out (the
+        database holds them all: see :meth:`checkout_files`).
+        """
+        return self._files.path(run_id)
 
     async def write_file(self, run_id: str, name: str, content: str | bytes) -> Path:
-        """Write a file of the run's folder atomically; ``name`` must stay inside it."""
+        """Store a file of the run atomically; ``name`` must stay inside its folder."""
         if self.readonly:
-            raise WorkspaceError(f"workspace {self.root} is opened read-only")
-        self._folder.target(run_id, name)
-        async with self._db.read() as conn:
-            await runs.require_run(conn, run_id, self.root)
-        try:
-            return await asyncio.to_thread(self._folder.write, run_id, name, content)
-        except OSError as exc:
-            raise WorkspaceError(f"cannot write {name!r} for run {run_id!r}: {exc}") from exc
+            raise WorkspaceError(f"workspace {self.location} is opened read-only")
+        data = content.encode() if isinstance(content, str) else bytes(content)
+        return await self._files.write(run_id, name, data)
 
     async def write_json(self, run_id: str, name: str, data: Any) -> Path:
         """``write_file`` of ``data`` as strict JSON: a NaN or infinity is written as ``null``."""
         return await self.write_file(run_id, name, strict_json(data))
 
     async def read_file(self, run_id: str, name: str) -> bytes:
-        """The bytes of a file of the run's folder; a missing file is a ``UserError``."""
-        return await asyncio.to_thread(self._folder.read, run_id, name)
+        """The bytes of a file of the run; a missing file is a ``UserError``."""
+        return await self._files.read(run_id, name)
 
     async def list_files(self, run_id: str) -> list[str]:
-        """Relative names of the files in the run's folder, sorted."""
-        return await asyncio.to_thread(self._folder.list, run_id)
+        """Relative names of the run's files, sorted."""
+        return await self._files.list(run_id)
+
+    async def checkout_files(self, run_id: str) -> Path:
+        """Make the run's files (its copied inputs among them) present in :meth:`run_dir`.
+
+        A no-op with SQLite, where the folder is the record; with PostgreSQL, another
+        host's run gets its files copied from the database. Returns the folder.
+        """
+        return await self._files.checkout(run_id)
+
+
+def _postgres(url: DatabaseURL, *, readonly: bool, pool_size: int) -> PostgresDatabase:
+    """The PostgreSQL engine (psycopg is an optional dependency: the [postgres] extra)."""
+    try:
+        from workspace.postgres.db import PostgresDatabase
+    except ImportError as exc:
+        raise UserError(
+            f"--workspace {url} is a PostgreSQL store, which needs psycopg: "
+            f"pip install 'gepa-runtime[postgres]' ({exc})"
+        ) from exc
+    return PostgresDatabase(url.url, readonly=readonly, pool_size=pool_size)

@@ -5,19 +5,17 @@ It is the run's trials feed (the console lists it) and the source of its rollout
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Sequence
 
-import aiosqlite
-
 from schemas.records import Trial, TrialView
 from workspace.codec import loads
+from workspace.conn import Conn, Row
 
 __all__ = ["count_trials", "insert_trials", "list_trials"]
 
 
-async def insert_trials(conn: aiosqlite.Connection, run_id: str, trials: Sequence[Trial]) -> None:
+async def insert_trials(conn: Conn, run_id: str, trials: Sequence[Trial]) -> None:
     """Append ``trials`` to the run's feed, in order."""
     now = time.time()
     await conn.executemany(
@@ -39,7 +37,7 @@ async def insert_trials(conn: aiosqlite.Connection, run_id: str, trials: Sequenc
     )
 
 
-def _to_view(row: sqlite3.Row) -> TrialView:
+def _to_view(row: Row) -> TrialView:
     return TrialView(
         seq=row["seq"],
         run_id=row["run_id"],
@@ -61,10 +59,10 @@ def _to_view(row: sqlite3.Row) -> TrialView:
 
 
 async def list_trials(
-    conn: aiosqlite.Connection, run_id: str, *, offset: int = 0, limit: int = 100
+    conn: Conn, run_id: str, *, offset: int = 0, limit: int = 100
 ) -> list[TrialView]:
     """A page of the run's trials in order, each with its rollout's results (no trace)."""
-    rows = await conn.execute_fetchall(
+    rows = await conn.fetchall(
         "SELECT t.seq, t.run_id, t.candidate_id, t.seed, t.cache_key, t.cached, t.status,"
         " t.rollout_id, t.created_at, r.reward, r.objectives, r.output, r.feedback, r.error,"
         " r.latency_ms, r.trace_id FROM trials AS t LEFT JOIN rollouts AS r ON r.id = t.rollout_id"
@@ -74,19 +72,18 @@ async def list_trials(
     return [_to_view(row) for row in rows]
 
 
-async def count_trials(conn: aiosqlite.Connection, run_id: str) -> dict[str, int]:
+async def count_trials(conn: Conn, run_id: str) -> dict[str, int]:
     """``{"paid", "cached", "errors"}``: a partition of the run's trials.
 
     ``paid`` are successful container calls, ``cached`` were served from the cache (always
     successful), ``errors`` are rollouts that failed after their retries (paid, not scored).
     """
-    rows = list(
-        await conn.execute_fetchall(
-            "SELECT COALESCE(SUM(status = 'ok' AND cached = 0), 0),"
-            " COALESCE(SUM(cached = 1), 0), COALESCE(SUM(status = 'error'), 0)"
-            " FROM trials WHERE run_id = ?",
-            (run_id,),
-        )
+    rows = await conn.fetchall(
+        "SELECT COALESCE(SUM(CASE WHEN status = 'ok' AND cached = 0 THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN cached = 1 THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), 0)"
+        " FROM trials WHERE run_id = ?",
+        (run_id,),
     )
     paid, cached, errors = rows[0]
     return {"paid": int(paid), "cached": int(cached), "errors": int(errors)}

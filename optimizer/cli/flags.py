@@ -229,9 +229,13 @@ FLAGS: tuple[Flag, ...] = (
 
 
 def add_workspace_flag(parser: argparse.ArgumentParser) -> None:
-    """``--workspace DIR`` (env ``GEPA_WORKSPACE``, default ./.gepa)."""
+    """``--workspace DIR|URL`` (env ``GEPA_WORKSPACE``, default ./.gepa)."""
     parser.add_argument(
-        "--workspace", default=None, help="workspace folder (env GEPA_WORKSPACE, default ./.gepa)"
+        "--workspace",
+        default=None,
+        metavar="DIR|URL",
+        help="workspace folder (SQLite) or postgresql://USER@HOST:PORT/DBNAME shared by several "
+        "processes (env GEPA_WORKSPACE, default ./.gepa; see docs/postgres.md)",
     )
 
 

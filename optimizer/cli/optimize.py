@@ -50,7 +50,7 @@ from optimizer.service.remote import ServiceClient
 from proposer.external import check_proposer_command
 from schemas import Event, GepaError, RunConfig, UserError
 from schemas.env import read_env
-from workspace import Workspace, resolve_workspace
+from workspace import DatabaseURL, Workspace, resolve_workspace
 
 __all__ = ["add_parser", "check_runnable"]
 
@@ -144,7 +144,7 @@ def _print_result(result: RunResult) -> None:
     print(f"evidence: {result.evidence_dir}/evidence.json and {result.evidence_dir}/report.md")
 
 
-def _where(args: argparse.Namespace, root: Path) -> str:
+def _where(args: argparse.Namespace, root: Path | DatabaseURL) -> str:
     if args.server:
         return f"--server {shlex.quote(args.server)}" + (
             ' --server-token "$GEPA_SERVE_TOKEN"' if args.server_token else ""
@@ -184,7 +184,9 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _local_create(root: Path, config: RunConfig, run_id: str | None, *, imports: bool) -> str:
+async def _local_create(
+    root: Path | DatabaseURL, config: RunConfig, run_id: str | None, *, imports: bool
+) -> str:
     async with Workspace(root) as ws:
         return (await create_with_inputs(ws, config, run_id, target_defaults=imports)).run_id
 
@@ -203,6 +205,7 @@ def _dry_run(args: argparse.Namespace) -> int:
             return "the flags", _new_config(args)
         async with Workspace(resolve_workspace(args.workspace)) as ws:
             record = await ws.get_run(args.run_id)
+            await ws.checkout_files(args.run_id)  # a Postgres store's input copies, here
         stored = resolve_inputs(stored_config(record), ws.root)
         given = config_overrides(args)
         update = {k: v for k, v in given.items() if k in ("containers", "container_token")}
@@ -287,7 +290,7 @@ def _until_signal(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def _interrupted(
-    args: argparse.Namespace, root: Path, run_ids: list[str], exc: BaseException
+    args: argparse.Namespace, root: Path | DatabaseURL, run_ids: list[str], exc: BaseException
 ) -> int:
     """Say how the run ended and how to resume it; the exit code of the signal."""
     what, code = (str(exc), 128 + exc.signum) if isinstance(exc, _Terminated) else ("Ctrl-C", 130)
@@ -333,7 +336,7 @@ def _serving(url: str) -> None:
 
 
 async def _run_local(
-    args: argparse.Namespace, root: Path, listener: Listener, run_ids: list[str]
+    args: argparse.Namespace, root: Path | DatabaseURL, listener: Listener, run_ids: list[str]
 ) -> RunResult:
     async with Workspace(root) as ws:
         if args.run_id is None:

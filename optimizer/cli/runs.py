@@ -19,7 +19,7 @@ from optimizer.cli.flags import add_workspace_flag
 from optimizer.runtime.report import promotion_summary
 from optimizer.service import Digests, candidate_views, run_view, trial_views
 from schemas import RunRecord, UserError
-from workspace import Lease, Workspace, resolve_workspace
+from workspace import DatabaseURL, Lease, Workspace, resolve_workspace
 
 __all__ = ["EXPORT_FORMAT", "add_parser", "export_run"]
 
@@ -50,6 +50,8 @@ def _open(args: argparse.Namespace) -> Workspace:
     """The workspace, opened read-only when this process may not write it (these commands only
     read; a writable one is opened as a writer so that an older schema is migrated)."""
     root = resolve_workspace(args.workspace)
+    if isinstance(root, DatabaseURL):  # a shared server: opened as a writer (it migrates)
+        return Workspace(root)
     db = root / "workspace.sqlite"
     if not db.is_file():
         raise UserError(

@@ -31,7 +31,7 @@ from optimizer.service.logs import scrub_access_log
 from optimizer.service.origin import LOOPBACK_HOSTS, host_entries
 from optimizer.service.policy import DEFAULT_KEY_ENVS
 from schemas import UserError
-from workspace import Workspace, resolve_workspace
+from workspace import DatabaseURL, Workspace, resolve_workspace
 
 __all__ = ["add_parser"]
 
@@ -170,7 +170,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def _check_workspace(root: Path) -> None:
+async def _check_workspace(root: Path | DatabaseURL) -> None:
     async with Workspace(root):
         pass
 
@@ -235,7 +235,7 @@ def _settings(args: argparse.Namespace, token: str | None, port: int) -> Service
 
 
 def _announce(
-    args: argparse.Namespace, port: int, root: Path, token: str | None, made: bool
+    args: argparse.Namespace, port: int, root: Path | DatabaseURL, token: str | None, made: bool
 ) -> str:
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(args.host, args.host)  # what a browser opens
     shown = f"[{host}]" if ":" in host else host

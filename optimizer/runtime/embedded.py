@@ -210,6 +210,7 @@ async def run_stored(
     holder = await workspace.lease_holder(run_id)
     if holder is not None:  # refused before the module and its dataset are loaded
         raise RunLeased(leased_message(holder))
+    await workspace.checkout_files(run_id)  # a Postgres store's run files, here on this host
     stored = resolve_inputs(stored_config(record), workspace.root)  # the copies `create` made
     given = secrets if secrets is not None else RunConfig()
     if stored.module and not given.containers:

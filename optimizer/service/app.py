@@ -38,7 +38,7 @@ from optimizer.service.pages import STATIC, index_page, run_page
 from optimizer.service.policy import RunPolicy
 from optimizer.service.sse import StreamSettings
 from optimizer.service.sweeps import sweep_routes
-from workspace import Workspace
+from workspace import DatabaseURL, Workspace
 
 __all__ = ["ServiceSettings", "create_app"]
 
@@ -70,13 +70,13 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    workspace: Workspace | str | Path,
+    workspace: Workspace | DatabaseURL | str | Path,
     settings: ServiceSettings | None = None,
     *,
     http: httpx.AsyncClient | None = None,
 ) -> Starlette:
-    """The service for ``workspace``: a folder (opened and closed by the app's lifespan) or
-    an open ``Workspace``. ``http`` (tests) is the client runs use to reach containers."""
+    """The service for ``workspace``: a folder or a PostgreSQL URL (opened and closed by the
+    app's lifespan) or an open ``Workspace``. ``http`` (tests) is the client runs use to reach containers."""
     settings = settings or ServiceSettings()
     owns = not isinstance(workspace, Workspace)
     ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace

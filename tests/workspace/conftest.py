@@ -1,21 +1,61 @@
-"""Fixtures of the workspace tests: an open workspace and a rollout factory."""
+"""Fixtures of the workspace tests: the store on each engine, and a rollout factory.
+
+``store`` is parametrized over both engines (SQLite in a temporary folder, PostgreSQL in a
+fresh schema of the real test server), so every test that takes ``ws`` or ``store`` is the
+one contract suite both must pass. ``Store.sql`` changes rows behind the workspace's back,
+as another process (or host) would have left them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from schemas import Policy, RolloutRecord, RunConfig, cache_key, content_hash
+from tests.postgres import execute
 from workspace import Workspace
 
 RolloutFactory = Callable[..., RolloutRecord]
 
 
+@dataclass(frozen=True)
+class Store:
+    """Where one test's store lives, on one engine."""
+
+    engine: str  # "sqlite" | "postgres"
+    target: str  # the folder or the URL
+    files: Path  # the run files folder (SQLite: the workspace folder itself)
+
+    def open(self, **options: Any) -> Workspace:
+        """A ``Workspace`` of this store (not opened yet)."""
+        if self.engine == "postgres":
+            return Workspace(self.target, run_files=self.files, **options)
+        return Workspace(self.target, **options)
+
+    def sql(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement (``?`` placeholders) from another connection; its rows."""
+        if self.engine == "postgres":
+            return execute(self.target, statement, params)
+        with sqlite3.connect(Path(self.target) / "workspace.sqlite") as conn:
+            return [tuple(row) for row in conn.execute(statement, params)]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_store_url")
+        return Store("postgres", url, tmp_path / "files")
+    return Store("sqlite", str(tmp_path / "ws"), tmp_path / "ws")
+
+
 @pytest.fixture
-async def ws(tmp_path) -> AsyncIterator[Workspace]:
-    async with Workspace(tmp_path / "ws") as workspace:
+async def ws(store: Store) -> AsyncIterator[Workspace]:
+    async with store.open() as workspace:
         yield workspace
 
 

@@ -1,6 +1,6 @@
 """Writer process of the crash test: records rollouts forever, reporting each commit.
 
-Usage: python crash_writer.py WORKSPACE TAG. After each ``record_rollouts`` returns it
+Usage: python crash_writer.py WORKSPACE TAG (a folder or a PostgreSQL URL). After each ``record_rollouts`` returns it
 prints one line per record, ``<rollout_id> <status> <cache_key>``, and flushes: a
 reported line is a promise that the rollout is durable. The test SIGKILLs this process.
 """

@@ -6,13 +6,13 @@ import asyncio
 import contextlib
 import json
 import os
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
-from schemas import Usage, UserError, WorkspaceError
+from schemas import RunConfig, Usage, UserError, WorkspaceError
+from tests.workspace.conftest import Store
 from workspace import Workspace
 
 
@@ -102,15 +102,42 @@ async def test_lookup_many_spans_more_keys_than_one_query_binds(ws: Workspace, r
     assert found[records[1000].cache_key].reward == 0.5
 
 
-async def test_committed_rollouts_survive_reopening(tmp_path: Path, rollout) -> None:
+async def test_committed_rollouts_survive_reopening(store: Store, rollout) -> None:
     record = rollout("seed-1")
-    async with Workspace(tmp_path / "ws") as ws:
+    async with store.open() as ws:
         await ws.record_rollouts([record])
-    async with Workspace(tmp_path / "ws") as ws:
+    async with store.open() as ws:
         assert (await ws.lookup(record.cache_key)) is not None
 
 
-async def test_large_trace_is_truncated_under_the_cap(tmp_path: Path, rollout) -> None:
+async def test_two_processes_paying_for_the_same_keys_keep_one_ok_row_each(
+    store: Store, rollout
+) -> None:
+    """Runs in two processes (two connections) that store the same rollouts at once: every
+    key keeps one ok row, the first committed, and both are told its id."""
+    async with store.open() as a, store.open() as b:
+        runs = [(await a.create_run(RunConfig())).run_id for _ in range(2)]
+        for round_ in range(10):
+            batches = [
+                [rollout(f"r{round_}-s{i}", run_id=run_id, reward=n / 2) for i in range(20)]
+                for n, run_id in enumerate(runs)
+            ]
+            ids_a, ids_b = await asyncio.gather(
+                a.record_paid_trials(runs[0], batches[0]),
+                b.record_paid_trials(runs[1], batches[1]),
+            )
+            assert ids_a == ids_b  # both runs point at the same rows
+            stored = await a.lookup_many([r.cache_key for r in batches[0]])
+            assert [stored[r.cache_key].rollout_id for r in batches[0]] == ids_a
+            # The winner's reward is on every row: one run's rows, never a mix of duplicates.
+            assert len({stored[r.cache_key].reward for r in batches[0]}) == 1
+        rows = store.sql("SELECT COUNT(*), COUNT(DISTINCT cache_key) FROM rollouts")
+        assert rows == [(200, 200)]
+        for run_id in runs:
+            assert await a.count_trials(run_id) == {"paid": 200, "cached": 0, "errors": 0}
+
+
+async def test_large_trace_is_truncated_under_the_cap(store: Store, rollout) -> None:
     noise = os.urandom(200_000).hex()  # incompressible
     trace = {
         "messages": [{"role": "user", "content": noise}] + [{"i": i} for i in range(5000)],
@@ -118,7 +145,7 @@ async def test_large_trace_is_truncated_under_the_cap(tmp_path: Path, rollout) -
         "events": [{"name": "done"}],
     }
     record = rollout("seed-1", trace=trace)
-    async with Workspace(tmp_path / "ws", trace_cap_bytes=8192) as ws:
+    async with store.open(trace_cap_bytes=8192) as ws:
         rollout_id, _ = await ws.record_rollouts([record, rollout("seed-2")])
         got = await ws.get_rollout(rollout_id)
         small = await ws.lookup(rollout("seed-2").cache_key)
@@ -128,8 +155,7 @@ async def test_large_trace_is_truncated_under_the_cap(tmp_path: Path, rollout) -
     assert got.trace["events"] == [{"name": "done"}]
     assert got.trace["messages"][0]["content"].startswith(noise[:16])
     assert small is not None and small.trace_truncated is False
-    with sqlite3.connect(tmp_path / "ws" / "workspace.sqlite") as conn:
-        sizes = [row[0] for row in conn.execute("SELECT length(trace) FROM rollouts")]
+    sizes = [row[0] for row in store.sql("SELECT length(trace) FROM rollouts")]
     assert max(sizes) <= 8192
 
 
@@ -171,8 +197,8 @@ async def test_a_cancelled_write_is_all_or_nothing_and_leaves_no_open_transactio
     assert outcomes == {False, True}
 
 
-async def test_closed_workspace_says_how_to_open_it(tmp_path: Path) -> None:
-    ws = Workspace(tmp_path / "ws")
+async def test_closed_workspace_says_how_to_open_it(store: Store) -> None:
+    ws = store.open()
     with pytest.raises(WorkspaceError, match="not open"):
         await ws.lookup("k")
 

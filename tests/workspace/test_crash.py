@@ -1,7 +1,7 @@
 """A writer process killed with SIGKILL at a random point loses nothing it reported.
 
-While the writer runs, this process reads the same file through a read-only workspace
-(as the console does) and must see every rollout the writer has reported.
+While the writer runs, this process reads the same store through a read-only workspace
+(as the console does) and must see every rollout the writer has reported. On both engines.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from workspace import Workspace
+from tests.workspace.conftest import Store
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 ROUNDS = 3
@@ -23,19 +23,19 @@ def _parse(lines: list[str]) -> list[tuple[int, str, str]]:
     return [(int(i), status, key) for i, status, key in (line.split() for line in lines)]
 
 
-async def _run_and_kill(root: Path, tag: str, delay: float) -> list[tuple[int, str, str]]:
+async def _run_and_kill(store: Store, tag: str, delay: float) -> list[tuple[int, str, str]]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(WRITER), str(root), tag,
+        sys.executable, str(WRITER), store.target, tag,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert proc.stdout is not None and proc.stderr is not None
     reported: list[str] = []
-    reader: Workspace | None = None
+    reader = None
     try:
         first = await asyncio.wait_for(proc.stdout.readline(), timeout=30)
         assert first.endswith(b"\n"), (await proc.stderr.read()).decode()
         reported.append(first.decode().strip())
-        reader = await Workspace(root, readonly=True).open()
+        reader = await store.open(readonly=True).open()
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline:
             try:
@@ -61,22 +61,25 @@ async def _run_and_kill(root: Path, tag: str, delay: float) -> list[tuple[int, s
     return _parse(reported)
 
 
-async def test_rollouts_reported_committed_survive_sigkill(tmp_path: Path) -> None:
+async def test_rollouts_reported_committed_survive_sigkill(store: Store) -> None:
     rng = random.Random()
     seed = rng.randrange(2**32)
     rng.seed(seed)
-    root = tmp_path / "ws"
     everything: list[tuple[int, str, str]] = []
     for round_ in range(ROUNDS):
         delay = rng.uniform(0.05, 0.5)
-        reported = await _run_and_kill(root, f"r{round_}", delay)
+        reported = await _run_and_kill(store, f"r{round_}", delay)
         assert reported, f"writer reported nothing (seed {seed})"
         everything += reported
 
-        with sqlite3.connect(root / "workspace.sqlite") as conn:
-            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-            assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        async with Workspace(root) as ws:
+        if store.engine == "sqlite":
+            with sqlite3.connect(Path(store.target) / "workspace.sqlite") as conn:
+                assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+                assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        else:  # the killed client's open transaction was rolled back: no trial without rollout
+            orphans = "SELECT COUNT(*) FROM trials t LEFT JOIN rollouts r ON r.id = t.rollout_id"
+            assert store.sql(f"{orphans} WHERE r.id IS NULL") == [(0,)]
+        async with store.open() as ws:
             ok = {key: rid for rid, status, key in everything if status == "ok"}
             found = await ws.lookup_many(list(ok))
             missing = set(ok) - set(found)

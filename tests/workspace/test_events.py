@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from schemas import RunConfig, WorkspaceError
+from tests.workspace.conftest import Store
 from workspace import Workspace
 
 CONFIG = RunConfig(containers=["http://127.0.0.1:9"])
@@ -40,19 +41,49 @@ async def test_concurrent_appends_get_distinct_ordered_seqs(ws: Workspace, run_i
     assert {e.data["i"] for e in stored} == set(range(50))
 
 
-async def test_seq_is_never_reused_after_reopen(tmp_path) -> None:
-    async with Workspace(tmp_path / "ws") as ws:
+async def test_seq_is_never_reused_after_reopen(store: Store) -> None:
+    async with store.open() as ws:
         run_id = (await ws.create_run(CONFIG)).run_id
         last = await ws.append_event(run_id, "a")
-    async with Workspace(tmp_path / "ws") as ws:
+    async with store.open() as ws:
         nxt = await ws.append_event(run_id, "b")
     assert nxt.seq > last.seq
 
 
-async def test_a_reader_in_another_connection_sees_committed_events(tmp_path) -> None:
-    async with Workspace(tmp_path / "ws") as writer:
+async def test_a_follower_never_skips_an_event_of_concurrent_writers(store: Store) -> None:
+    """Writers in several processes append at once while a follower (the console's stream)
+    reads ``after_seq`` its last seen: it must see every event, in order, none skipped."""
+    async with store.open() as w1, store.open() as w2, store.open(readonly=True) as reader:
+        runs = [(await w1.create_run(CONFIG)).run_id for _ in range(2)]
+        done = asyncio.Event()
+
+        async def write(ws: Workspace, run_id: str) -> None:
+            for i in range(150):
+                await ws.append_event(run_id, "tick", {"i": i})
+
+        async def follow() -> list[int]:
+            seen: list[int] = []
+            while True:
+                finished = done.is_set()
+                seen += [e.seq for e in await reader.events_since(None, seen[-1] if seen else 0)]
+                if finished:
+                    return seen
+                await asyncio.sleep(0)
+
+        follower = asyncio.create_task(follow())
+        writers = [write(ws, run_id) for ws in (w1, w2) for run_id in runs]
+        await asyncio.gather(*writers)
+        done.set()
+        seen = await follower
+        every = [e.seq for e in await reader.events_since(None, 0, limit=10_000)]
+    assert len(every) == 600
+    assert seen == every
+
+
+async def test_a_reader_in_another_connection_sees_committed_events(store: Store) -> None:
+    async with store.open() as writer:
         run_id = (await writer.create_run(CONFIG)).run_id
-        async with Workspace(tmp_path / "ws", readonly=True) as reader:
+        async with store.open(readonly=True) as reader:
             assert await reader.events_since(run_id) == []
             event = await writer.append_event(run_id, "phase", {"phase": "searching"})
             assert await reader.events_since(run_id) == [event]

@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from schemas import RunConfig, RunLeased
+from tests.workspace.conftest import Store
 from workspace import Workspace
 from workspace.lease import pid_alive
 
 
-def _set_lease(root: Path, run_id: str, **columns: object) -> None:
+def _set_lease(store: Store, run_id: str, **columns: object) -> None:
     """Change the lease row as another process (or another host) would have left it."""
     assignments = ", ".join(f"{name} = ?" for name in columns)
-    with sqlite3.connect(root / "workspace.sqlite") as conn:
-        conn.execute(
-            f"UPDATE leases SET {assignments} WHERE run_id = ?", (*columns.values(), run_id)
-        )
+    store.sql(f"UPDATE leases SET {assignments} WHERE run_id = ?", (*columns.values(), run_id))
 
 
 def _dead_pid() -> int:
@@ -59,11 +56,13 @@ async def test_a_released_lease_is_free(ws: Workspace, run_id: str) -> None:
     assert takeover is None and again.token != lease.token
 
 
-async def test_a_dead_holder_on_this_host_is_taken_over(ws: Workspace, run_id: str) -> None:
+async def test_a_dead_holder_on_this_host_is_taken_over(
+    ws: Workspace, store: Store, run_id: str
+) -> None:
     old, _ = await ws.acquire_lease(run_id)
     dead = _dead_pid()
     assert not pid_alive(dead)
-    _set_lease(ws.root, run_id, pid=dead)
+    _set_lease(store, run_id, pid=dead)
     assert await ws.lease_holder(run_id) is None  # stale: nobody executes the run
     lease, takeover = await ws.acquire_lease(run_id)
     assert takeover is not None and takeover.previous.pid == dead
@@ -74,41 +73,43 @@ async def test_a_dead_holder_on_this_host_is_taken_over(ws: Workspace, run_id: s
     assert await ws.lease_holder(run_id) == lease
 
 
-async def test_a_holder_without_heartbeat_is_taken_over(ws: Workspace, run_id: str) -> None:
+async def test_a_holder_without_heartbeat_is_taken_over(
+    ws: Workspace, store: Store, run_id: str
+) -> None:
     await ws.acquire_lease(run_id)
     # A live pid (this one) whose heartbeat stopped two minutes ago: frozen, or a reused pid.
-    _set_lease(ws.root, run_id, heartbeat_at=time.time() - 120)
+    _set_lease(store, run_id, heartbeat_at=time.time() - 120)
     lease, takeover = await ws.acquire_lease(run_id, timeout_s=60)
     assert takeover is not None and "no heartbeat for 120 s" in takeover.reason
     assert await ws.lease_holder(run_id) == lease
 
 
 async def test_a_holder_on_another_host_is_judged_by_its_heartbeat(
-    ws: Workspace, run_id: str
+    ws: Workspace, store: Store, run_id: str
 ) -> None:
     await ws.acquire_lease(run_id)
     # Its pid means nothing here (the dead pid must not make it stale).
-    _set_lease(ws.root, run_id, host="build-box-7", pid=_dead_pid())
+    _set_lease(store, run_id, host="build-box-7", pid=_dead_pid())
     with pytest.raises(RunLeased, match=r"on host build-box-7 .*kill \d+ on build-box-7"):
         await ws.acquire_lease(run_id)
-    _set_lease(ws.root, run_id, heartbeat_at=time.time() - 61)
+    _set_lease(store, run_id, heartbeat_at=time.time() - 61)
     _, takeover = await ws.acquire_lease(run_id, timeout_s=60)
     assert takeover is not None and takeover.previous.host == "build-box-7"
 
 
-async def test_renew_moves_the_heartbeat(ws: Workspace, run_id: str) -> None:
+async def test_renew_moves_the_heartbeat(ws: Workspace, store: Store, run_id: str) -> None:
     lease, _ = await ws.acquire_lease(run_id)
-    _set_lease(ws.root, run_id, heartbeat_at=lease.heartbeat_at - 30)
+    _set_lease(store, run_id, heartbeat_at=lease.heartbeat_at - 30)
     assert await ws.renew_lease(lease) is True
     holder = await ws.lease_holder(run_id)
     assert holder is not None and holder.heartbeat_at >= lease.heartbeat_at
 
 
-async def test_a_read_only_opener_sees_the_holder(tmp_path: Path) -> None:
-    async with Workspace(tmp_path / "ws") as ws:
+async def test_a_read_only_opener_sees_the_holder(store: Store) -> None:
+    async with store.open() as ws:
         run_id = (await ws.create_run(RunConfig(containers=["http://127.0.0.1:9"]))).run_id
         lease, _ = await ws.acquire_lease(run_id)
-    async with Workspace(tmp_path / "ws", readonly=True) as reader:
+    async with store.open(readonly=True) as reader:
         assert await reader.lease_holder(run_id) == lease
 
 
@@ -124,13 +125,30 @@ async def test_write_json_never_writes_bare_nan(ws: Workspace, run_id: str) -> N
 
 
 async def test_a_held_run_is_not_deleted_and_a_deleted_run_takes_its_lease_along(
-    ws: Workspace, run_id: str
+    ws: Workspace, store: Store, run_id: str
 ) -> None:
     lease, _ = await ws.acquire_lease(run_id)
     with pytest.raises(RunLeased, match=f"pid {os.getpid()}"):
         await ws.delete_run(run_id)
     assert (await ws.get_run(run_id)).run_id == run_id  # still there
-    _set_lease(ws.root, run_id, pid=_dead_pid())  # its holder died: the run may go
+    _set_lease(store, run_id, pid=_dead_pid())  # its holder died: the run may go
     await ws.delete_run(run_id)
-    with sqlite3.connect(ws.root / "workspace.sqlite") as conn:
-        assert conn.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0
+    assert store.sql("SELECT COUNT(*) FROM leases") == [(0,)]
+
+
+async def test_two_openers_racing_for_a_free_run_get_one_lease(store: Store) -> None:
+    """Two processes (two connections) that find no lease, or a stale one, at the same time:
+    exactly one takes it, the other is refused naming it."""
+    async with store.open() as a, store.open() as b:
+        run_id = (await a.create_run(RunConfig(containers=["http://127.0.0.1:9"]))).run_id
+        for _ in range(5):
+            results = await asyncio.gather(
+                a.acquire_lease(run_id), b.acquire_lease(run_id), return_exceptions=True
+            )
+            won = [r for r in results if isinstance(r, tuple)]
+            refused = [r for r in results if isinstance(r, RunLeased)]
+            assert (len(won), len(refused)) == (1, 1), results
+            lease = won[0][0]
+            assert await a.lease_holder(run_id) == lease
+            # Next round: the holder died (its heartbeat is long gone) and both race again.
+            _set_lease(store, run_id, host="gone-host", heartbeat_at=time.time() - 3600)

@@ -69,8 +69,8 @@ async def test_new_workspace_is_latest_version_in_wal_mode(tmp_path: Path) -> No
     async with Workspace(tmp_path / "nested" / "ws") as ws:
         assert ws.db_path == tmp_path / "nested" / "ws" / "workspace.sqlite"
         async with ws._db.read() as conn:
-            (fk,) = list(await conn.execute_fetchall("PRAGMA foreign_keys"))[0]
-            (sync,) = list(await conn.execute_fetchall("PRAGMA synchronous"))[0]
+            (fk,) = (await conn.fetchall("PRAGMA foreign_keys"))[0]
+            (sync,) = (await conn.fetchall("PRAGMA synchronous"))[0]
         assert fk == 1
         assert sync == 1  # NORMAL
     db = tmp_path / "nested" / "ws" / "workspace.sqlite"

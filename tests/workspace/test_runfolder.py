@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas import UserError, WorkspaceError
+from schemas import RunConfig, UserError, WorkspaceError
+from tests.workspace.conftest import Store
 from workspace import Workspace
 
 
@@ -44,13 +45,13 @@ async def test_a_symlink_out_of_the_folder_is_refused(ws: Workspace, run_id, tmp
     assert list(outside.iterdir()) == []
 
 
-async def test_read_only_workspace_refuses_every_write(tmp_path: Path, rollout) -> None:
+async def test_read_only_workspace_refuses_every_write(store: Store, rollout) -> None:
     from schemas import CandidateRecord, RunConfig
 
-    async with Workspace(tmp_path / "ws") as writer:
+    async with store.open() as writer:
         run_id = (await writer.create_run(RunConfig())).run_id
-    before = sorted(p.name for p in (tmp_path / "ws").iterdir())
-    async with Workspace(tmp_path / "ws", readonly=True) as reader:
+    before = sorted(p.name for p in store.files.iterdir()) if store.files.exists() else []
+    async with store.open(readonly=True) as reader:
         assert (await reader.get_run(run_id)).run_id == run_id
         calls = [
             reader.create_run(RunConfig()),
@@ -66,11 +67,30 @@ async def test_read_only_workspace_refuses_every_write(tmp_path: Path, rollout) 
         for call in calls:
             with pytest.raises(WorkspaceError, match="read-only"):
                 await call
-    assert (await _count_runs(tmp_path / "ws")) == 1
-    assert not (tmp_path / "ws" / "runs").exists()
-    assert {"workspace.sqlite"} <= set(before)
+    async with store.open() as ws:
+        assert len(await ws.list_runs()) == 1
+        assert await ws.list_files(run_id) == []
+    assert not (store.files / "runs").exists()
+    if store.engine == "sqlite":
+        assert {"workspace.sqlite"} <= set(before)
 
 
-async def _count_runs(root: Path) -> int:
-    async with Workspace(root) as ws:
-        return len(await ws.list_runs())
+async def test_files_of_a_run_are_shared_through_the_store(store: Store, tmp_path: Path) -> None:
+    """Another process (on PostgreSQL: another host, with its own local folder) reads the
+    files a run wrote and checks them out to a real folder; deleting the run removes them."""
+    async with store.open() as ws:
+        run_id = (await ws.create_run(RunConfig())).run_id
+        await ws.write_file(run_id, "inputs/dataset/train.jsonl", b'{"q": 1}\n')
+        await ws.write_file(run_id, "evidence.json", "{}")
+    elsewhere = tmp_path / "other-host"
+    other = Workspace(store.target, run_files=elsewhere) if store.engine == "postgres" else None
+    async with other or store.open() as ws:
+        assert await ws.list_files(run_id) == ["evidence.json", "inputs/dataset/train.jsonl"]
+        assert await ws.read_file(run_id, "evidence.json") == b"{}"
+        folder = await ws.checkout_files(run_id)
+        assert folder == ws.run_dir(run_id)
+        assert (folder / "inputs" / "dataset" / "train.jsonl").read_bytes() == b'{"q": 1}\n'
+        await ws.delete_run(run_id)
+        assert not folder.exists()
+        with pytest.raises(UserError, match="no file"):
+            await ws.read_file(run_id, "evidence.json")

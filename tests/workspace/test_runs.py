@@ -51,8 +51,8 @@ async def test_create_get_list_update(ws: Workspace) -> None:
 
 async def test_unknown_run_says_how_to_list_runs(ws: Workspace) -> None:
     expected = (
-        f"unknown run 'nope' in {ws.root}; list runs with: "
-        f"gepa-runtime runs list --workspace {ws.root}"
+        f"unknown run 'nope' in {ws.location}; list runs with: "
+        f"gepa-runtime runs list --workspace {ws.location}"
     )
     for call in (
         ws.get_run("nope"),
@@ -148,7 +148,7 @@ async def test_trials_feed_joins_rollouts_and_counts(ws: Workspace, run_id, roll
 async def test_a_trial_must_point_at_a_stored_rollout(ws: Workspace, run_id) -> None:
     trial = Trial(run_id=run_id, candidate_id="c", seed="s", cache_key="k", cached=False,
                   status="ok", rollout_id=999)  # fmt: skip
-    with pytest.raises(WorkspaceError, match="FOREIGN KEY"):
+    with pytest.raises(WorkspaceError, match="(?i)foreign key"):
         await ws.link_trials(run_id, [trial])
     assert await ws.count_trials(run_id) == {"paid": 0, "cached": 0, "errors": 0}
 

@@ -1,0 +1,271 @@
+"""The PostgreSQL store's connections: one bounded psycopg pool, its reads and transactions.
+
+Opening connects once on its own, to name a bad URL, password, database or a server that
+is down (:mod:`workspace.postgres.errors`) and to migrate the schema under the migration
+lock (:mod:`workspace.postgres.schema`); only then is the pool opened, so no worker ever
+sees an old schema. The pool holds at most ``pool_size`` connections, in autocommit mode:
+a read is one statement on any of them, a write is an explicit ``BEGIN ... COMMIT``.
+
+Durability: a ``COMMIT`` returns once the server has flushed it to its WAL (PostgreSQL's
+default ``synchronous_commit = on``), so a killed client loses nothing it was told is
+stored, and a transaction cut off by the kill is rolled back by the server. As in
+:mod:`workspace.db`, the ``COMMIT`` is shielded: once sent it completes, and the connection
+goes back to the pool, even if the caller is cancelled.
+
+Several processes write at once here, unlike SQLite. The SQL that reads before it writes
+locks what it reads (see :mod:`workspace.conn`); the rollout cache and the event log have
+their own rules (:mod:`workspace.rollouts`, :mod:`workspace.events`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar
+
+import psycopg
+from psycopg.rows import RowMaker
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from schemas.exceptions import WorkspaceError
+from workspace.conn import POSTGRES, Conn, Row
+from workspace.location import mask_url
+from workspace.postgres.errors import bad_url, connect_failed, server_of
+from workspace.postgres.schema import PG_SCHEMA_VERSION, check_version, migrate, needs_migration
+
+__all__ = ["PgConn", "PostgresDatabase"]
+
+_CONNECT_TIMEOUT_S = 10
+
+
+class _Row(tuple[Any, ...]):
+    """A row by index, by column name (like ``sqlite3.Row``), or unpacked."""
+
+    __slots__ = ()
+    names: ClassVar[dict[str, int]] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self.names[key])
+        return tuple.__getitem__(self, key)
+
+
+@functools.lru_cache(maxsize=256)
+def _row_class(names: tuple[str, ...]) -> type[_Row]:
+    return type("Row", (_Row,), {"__slots__": (), "names": {n: i for i, n in enumerate(names)}})
+
+
+def _rows(cursor: Any) -> RowMaker[Any]:
+    description = cursor.description
+    if description is None:
+        return tuple  # a statement without result columns
+    return _row_class(tuple(column.name for column in description))
+
+
+@functools.lru_cache(maxsize=512)
+def _pg(sql: str) -> str:
+    """The SQL modules' ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PgConn:
+    """:class:`workspace.conn.Conn` over one pooled psycopg connection."""
+
+    dialect = POSTGRES
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self.raw = conn
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """The rows of one statement."""
+        cursor = await self.raw.execute(_pg(sql), params)  # type: ignore[arg-type]
+        return await cursor.fetchall() if cursor.description is not None else []
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        cursor = await self.raw.execute(_pg(sql), params)  # type: ignore[arg-type]
+        return cursor.rowcount
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one statement once per parameter row (pipelined: one round trip)."""
+        batch = list(rows)
+        if batch:
+            async with self.raw.cursor() as cursor:
+                await cursor.executemany(_pg(sql), batch)  # type: ignore[arg-type]
+
+    async def fetch_each(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[list[Row]]:
+        """Run one statement (``... RETURNING``) once per parameter row; each run's rows."""
+        if not rows:
+            return []
+        found: list[list[Row]] = []
+        async with self.raw.cursor() as cursor:
+            await cursor.executemany(_pg(sql), rows, returning=True)  # type: ignore[arg-type]
+            async for result in cursor.results():
+                found.append(await result.fetchall())
+        return found
+
+
+class PostgresDatabase:
+    """Owner of the pool of one PostgreSQL store; opens, migrates, runs transactions."""
+
+    dialect = POSTGRES
+
+    def __init__(
+        self, url: str, *, readonly: bool = False, pool_size: int = 8, timeout_s: float = 30.0
+    ) -> None:
+        self.url = url
+        self.where = mask_url(url)
+        self.readonly = readonly
+        self.pool_size = pool_size
+        self.timeout_s = timeout_s
+        self._pool: AsyncConnectionPool[Any] | None = None
+
+    def _kwargs(self) -> dict[str, Any]:
+        try:
+            given = psycopg.conninfo.conninfo_to_dict(self.url)
+        except psycopg.ProgrammingError as exc:
+            raise bad_url(self.url, exc) from exc
+        extra: dict[str, Any] = {"autocommit": True, "row_factory": _rows}
+        if "connect_timeout" not in given:
+            extra["connect_timeout"] = _CONNECT_TIMEOUT_S
+        if "application_name" not in given:
+            extra["application_name"] = "gepa-runtime"
+        return extra
+
+    async def open(self) -> None:
+        """Check the server and the schema (migrating it, as a writer), then open the pool."""
+        if self._pool is not None:
+            return
+        kwargs = self._kwargs()
+        try:
+            first = await psycopg.AsyncConnection.connect(self.url, **kwargs)
+        except psycopg.Error as exc:
+            raise connect_failed(self.url, exc) from exc
+        try:
+            await self._schema(first)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            s = server_of(self.url)
+            raise WorkspaceError(
+                f"user {s['user']!r} may not create the store's tables in database "
+                f"{s['dbname']!r} at {s['host']}:{s['port']} ({exc}): make it the database's "
+                "owner, or GRANT CREATE ON SCHEMA public TO it"
+            ) from exc
+        except psycopg.Error as exc:
+            raise WorkspaceError(f"cannot open the store at {self.where}: {exc}") from exc
+        finally:
+            await first.close()
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self.url,
+            kwargs=kwargs,
+            min_size=1,
+            max_size=self.pool_size,
+            open=False,
+            timeout=self.timeout_s,
+            configure=self._read_only if self.readonly else None,
+            name="gepa-workspace",
+        )
+        try:
+            await pool.open(wait=True, timeout=self.timeout_s)
+        except PoolTimeout as exc:
+            await pool.close()
+            raise WorkspaceError(
+                f"PostgreSQL at {self.where} stopped answering while the store was opened"
+            ) from exc
+        self._pool = pool
+
+    async def _schema(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if not self.readonly:
+            await migrate(conn, self.where)
+            return
+        # As with SQLite: wait out a writer that is upgrading the schema (no store at all
+        # is said at once, as a missing workspace.sqlite is).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10.0
+        while (version := await check_version(conn, self.where)) < PG_SCHEMA_VERSION:
+            if version == 0 or loop.time() > deadline:
+                raise needs_migration(self.where, version)
+            await asyncio.sleep(0.05)
+
+    @staticmethod
+    async def _read_only(conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("SET default_transaction_read_only = on")
+
+    async def close(self) -> None:
+        """Close the pool (waits for connections in use to come back). Safe to call twice."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    def _opened(self) -> AsyncConnectionPool[Any]:
+        if self._pool is None:
+            raise WorkspaceError(
+                f"workspace {self.where} is not open; use `async with Workspace(...)` "
+                "or `await workspace.open()`"
+            )
+        return self._pool
+
+    async def _connection(self, pool: AsyncConnectionPool[Any]) -> psycopg.AsyncConnection[Any]:
+        try:
+            return await pool.getconn()
+        except PoolTimeout as exc:
+            raise WorkspaceError(
+                f"no connection to PostgreSQL at {self.where} within {self.timeout_s:.0f} s: "
+                "the server is down or unreachable, or all the pool's connections are busy"
+            ) from exc
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[Conn]:
+        """A pooled connection for reads (each statement sees what is committed)."""
+        pool = self._opened()
+        conn = await self._connection(pool)
+        try:
+            yield PgConn(conn)
+        except psycopg.Error as exc:
+            raise WorkspaceError(f"reading {self.where} failed: {exc}") from exc
+        finally:
+            await asyncio.shield(pool.putconn(conn))
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[Conn]:
+        """One ``BEGIN ... COMMIT`` transaction on a pooled connection; durable on exit.
+
+        Any exception rolls it back. The ``COMMIT`` (or ``ROLLBACK``) and the connection's
+        return to the pool are shielded from the caller's cancellation.
+        """
+        if self.readonly:
+            raise WorkspaceError(
+                f"workspace {self.where} is opened read-only; writes go through the "
+                "process that runs the optimizer"
+            )
+        pool = self._opened()
+        conn = await self._connection(pool)
+        try:
+            await conn.execute("BEGIN")
+            yield PgConn(conn)
+        except psycopg.Error as exc:
+            await asyncio.shield(self._end(pool, conn, "ROLLBACK"))
+            raise WorkspaceError(f"writing {self.where} failed: {exc}") from exc
+        except BaseException:
+            await asyncio.shield(self._end(pool, conn, "ROLLBACK"))
+            raise
+        try:
+            await asyncio.shield(self._end(pool, conn, "COMMIT"))
+        except psycopg.Error as exc:
+            raise WorkspaceError(f"writing {self.where} failed: {exc}") from exc
+
+    @staticmethod
+    async def _end(
+        pool: AsyncConnectionPool[Any], conn: psycopg.AsyncConnection[Any], sql: str
+    ) -> None:
+        try:
+            if sql == "COMMIT":
+                await conn.execute("COMMIT")
+            elif not conn.closed:
+                # A broken connection cannot roll back; the server drops its transaction.
+                with contextlib.suppress(psycopg.OperationalError):
+                    await conn.execute("ROLLBACK")
+        finally:
+            await pool.putconn(conn)
