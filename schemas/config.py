@@ -68,6 +68,9 @@ class RunConfig(BaseModel):
     max_response_mib: float = Field(default=8.0, gt=0, le=1024)
     max_error_rate: float = Field(default=0.25, ge=0, le=1)
     retry_base_delay_s: float = Field(default=0.5, ge=0)
+    # A container answering nothing but 429s is waited on this long before rollouts fail:
+    # rate limits clear by themselves (a provider's minute window), and 429s spend no retries.
+    rate_limit_wait_s: float = Field(default=600.0, gt=0)
     max_idle_iterations: int = Field(default=20, ge=1)
     # GEPA stops when this many proposals in a row found no better train mean (0: never).
     patience: int = Field(default=12, ge=0)

@@ -175,6 +175,13 @@ FLAGS: tuple[Flag, ...] = (
         _finite,
     ),
     Flag(
+        "--rate-limit-wait",
+        "rate_limit_wait_s",
+        "seconds to keep waiting while a container answers only 429 (rate limited) before "
+        "its rollouts fail; 429s spend no --max-retries (default 600)",
+        _finite,
+    ),
+    Flag(
         "--max-idle-iterations",
         "max_idle_iterations",
         "stop after this many iterations without a new candidate (default 20)",

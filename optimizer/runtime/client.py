@@ -8,6 +8,18 @@ connections) are retried with exponential backoff and full jitter, honouring
 whether it timed out), which the queue records as an error and never scores. A 4xx is the
 caller's fault: ``ProtocolViolation`` (or ``UserError`` for a refused token), never retried.
 
+A 429 is the container's rate limit, not a fault of the rollout: it does not spend
+``--max-retries``. The rollout waits (``Retry-After``, else a backoff that grows) and tries
+again for as long as the endpoint has answered nothing but 429s for less than
+``--rate-limit-wait`` seconds; then it fails with ``reason="rate_limit"``.
+
+Each URL's rollouts in flight are bounded by its adaptive limit (:mod:`optimizer.runtime.limits`,
+shared by every run of the process): a request waits for a slot, goes to the least busy URL
+with one (relative to its limit), skipping a URL that refused a connection for a while
+(1, 2, 4 ... 30 s), and a 429/503 cuts that URL's limit. A connection refused by one URL
+while another is up is sent to the other at once, without spending a retry: nothing reached
+the dead one.
+
 A ``200`` body is read as a stream and refused past ``max_response_bytes`` (nothing more is
 read), then checked by :func:`schemas.parse_rollout`; either failure is ``InvalidRollout``,
 one errored rollout, not retried. Memory bounds for huge answers: :mod:`optimizer.runtime.bodies`.
@@ -30,6 +42,7 @@ from pydantic import ValidationError
 
 from optimizer.runtime.bodies import BodyReader, ParsedRollout, RolloutBody
 from optimizer.runtime.lanes import LaneTransport, env_proxies, lane_extensions
+from optimizer.runtime.limits import AdaptiveLimit, EndpointLimits, Ticket
 from schemas import (
     DEFAULT_REWARD_RANGE,
     PROTOCOL,
@@ -62,6 +75,8 @@ class RetryPolicy:
     base_delay_s: float = 0.5
     max_delay_s: float = 30.0
     timeout_s: float = 300.0
+    # How long an endpoint may answer nothing but 429s before its rollouts fail.
+    rate_limit_wait_s: float = 600.0
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
@@ -69,6 +84,24 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_delay_s)
         cap = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
         return rng.uniform(cap / 2, cap)
+
+    def limited_delay(
+        self, streak: int, rng: random.Random, retry_after: float | None, left_s: float
+    ) -> float:
+        """Seconds to wait after the ``streak``-th 429 in a row, at most ``left_s``.
+
+        ``Retry-After`` is honoured as given (not capped at ``max_delay_s``: a rate limit
+        says when it clears); past ``max_retries`` 429s the backoff is the floor, so a
+        limit that never clears is asked less and less often even with ``Retry-After: 0``.
+        """
+        backoff = self.delay(streak, rng, None)
+        if retry_after is None:
+            wait = backoff
+        elif streak > self.max_retries:
+            wait = max(retry_after, backoff)
+        else:
+            wait = max(retry_after, 0.0)
+        return min(wait, max(left_s, 0.0))
 
 
 @dataclass(frozen=True)
@@ -92,13 +125,23 @@ class RolloutOutcome:
 @dataclass
 class _Endpoint:
     url: str
-    in_flight: int = 0
-    failures: int = 0
-    down_until: float = field(default=0.0)
+    limit: AdaptiveLimit  # shared by every client of the process on this URL
     rollout_url: httpx.URL = field(init=False)  # parsed once, not per rollout
 
     def __post_init__(self) -> None:
         self.rollout_url = httpx.URL(f"{self.url}/rollout")
+
+
+@dataclass
+class _Tries:
+    """One rollout's requests so far: all of them, the faults, and the 429s in a row."""
+
+    attempts: int = 0
+    faults: int = 0
+    limited: int = 0
+    last: str = "no attempt"
+    reason: str = "status"
+    status: int | None = None
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -125,7 +168,11 @@ def _error_message(content: bytes | bytearray) -> str:
 
 
 class ContainerClient:
-    """Talks to one or many container URLs; spreads rollouts to the least busy healthy one."""
+    """Talks to one or many container URLs; spreads rollouts to the least busy healthy one.
+
+    ``limits`` holds the endpoints' adaptive limits (default: the event loop's, shared by
+    every client of the process); a queue ``join``s them with its number of workers.
+    """
 
     def __init__(
         self,
@@ -137,12 +184,18 @@ class ContainerClient:
         http: httpx.AsyncClient | None = None,
         max_connections: int = 64,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        limits: EndpointLimits | None = None,
     ) -> None:
         if not urls:
             raise UserError("no container URL: pass --container URL (or --module MODULE)")
         if max_response_bytes < 1024:
             raise UserError(f"max_response_bytes must be at least 1024, got {max_response_bytes}")
-        self._endpoints = [_Endpoint(u.rstrip("/")) for u in urls]
+        self._limits = limits or EndpointLimits.of_loop()
+        self._endpoints = [
+            _Endpoint(url, self._limits.get(url))
+            for url in dict.fromkeys(u.rstrip("/") for u in urls)
+        ]
+        self._joined: list[tuple[AdaptiveLimit, int]] = []
         self._policy = policy or RetryPolicy()
         self._max_response = max_response_bytes
         # Per request, so an injected client (shared by runs) still honours --rollout-timeout.
@@ -157,14 +210,14 @@ class ContainerClient:
         # the token (or of any credential) is masked there.
         self._scrubber = Scrubber([token], min_chars=4)
         self._owns_http = http is None
-        limits = httpx.Limits(
+        pools = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
         # A pool per queue worker (see optimizer.runtime.lanes), unless the environment
         # names a proxy, which only httpx's own transport applies.
-        transport = None if env_proxies() else LaneTransport(limits)
+        transport = None if env_proxies() else LaneTransport(pools)
         self._http = http or httpx.AsyncClient(
-            timeout=self._timeout, limits=limits, transport=transport
+            timeout=self._timeout, limits=pools, transport=transport
         )
 
     @property
@@ -172,8 +225,32 @@ class ContainerClient:
         """The configured URLs."""
         return [e.url for e in self._endpoints]
 
+    @property
+    def policy(self) -> RetryPolicy:
+        """How hard this client tries (retries, timeouts, the rate-limit wait)."""
+        return self._policy
+
+    def join(self, share: int) -> None:
+        """``share`` workers (a queue's) start sending: each URL's limit may grow by that much."""
+        now = time.monotonic()
+        for endpoint in self._endpoints:
+            endpoint.limit.join(share, now)
+            self._joined.append((endpoint.limit, share))
+
+    def leave(self) -> None:
+        """Undo every ``join`` of this client."""
+        for limit, share in self._joined:
+            limit.leave(share)
+        self._joined.clear()
+
+    def limits_view(self) -> list[dict[str, Any]]:
+        """Each URL's limit, rollouts in flight and rate-limit wait (see ``AdaptiveLimit.view``)."""
+        now = time.monotonic()
+        return [endpoint.limit.view(now) for endpoint in self._endpoints]
+
     async def aclose(self) -> None:
         """Close the HTTP client if this object created it, and the parse thread."""
+        self.leave()
         self._bodies.close()
         if self._owns_http:
             await self._http.aclose()
@@ -243,10 +320,36 @@ class ContainerClient:
                 f"GET {url}/program is not a gepa-container/1 program: {exc}"
             ) from exc
 
-    def _pick(self) -> _Endpoint:
-        now = time.monotonic()
-        up = [e for e in self._endpoints if e.down_until <= now] or self._endpoints
-        return min(up, key=lambda e: (e.in_flight, e.failures))
+    def _pick(self, now: float) -> tuple[_Endpoint | None, list[_Endpoint]]:
+        """The least busy URL with a free slot (None: all full), and the URLs considered."""
+        up = [e for e in self._endpoints if e.limit.down_until <= now] or self._endpoints
+        free = [e for e in up if e.limit.room() > 0]
+        if not free:
+            return None, up
+        best = min(free, key=lambda e: (e.limit.in_flight / e.limit.permits, e.limit.failures))
+        return best, up
+
+    async def _acquire(self) -> tuple[_Endpoint, Ticket]:
+        """A slot on some URL under its limit, waiting for one when every URL is full."""
+        while True:
+            now = time.monotonic()
+            endpoint, up = self._pick(now)
+            if endpoint is not None:
+                return endpoint, endpoint.limit.take(now)
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            for e in up:
+                e.limit.add_waiter(waiter)
+            # A URL resting after a refused connection comes back by itself, unannounced.
+            resting = [e.limit.down_until - now for e in self._endpoints if e not in up]
+            try:
+                await asyncio.wait([waiter], timeout=min(resting) if resting else None)
+            finally:
+                for e in up:
+                    e.limit.drop_waiter(waiter)
+                if not waiter.done():  # a wake-up it did not use goes to the next waiter
+                    waiter.cancel()
+                    for e in up:
+                        e.limit.wake()
 
     async def rollout(
         self,
@@ -267,50 +370,78 @@ class ContainerClient:
         4xx, ``UserError`` when the token is refused.
         """
         body = request if isinstance(request, RolloutBody) else RolloutBody.of(request)
-        attempts = self._policy.max_retries + 1
-        last, reason = "no attempt", "status"
-        status: int | None = None
-        for attempt in range(1, attempts + 1):
-            endpoint = self._pick()
-            endpoint.in_flight += 1
+        tries = _Tries()
+        while True:
+            endpoint, ticket = await self._acquire()
+            tries.attempts += 1
             started = time.perf_counter()
             where = f"POST {endpoint.url}/rollout (seed {body.seed!r})"
+            status: int | None = None
+            retry_after: float | None = None
             try:
                 async with contextlib.AsyncExitStack() as held:
                     status, content, complete, retry_after = await self._post(
                         endpoint, body.content, held, lane
                     )
                     if status == 200:
-                        endpoint.failures = 0
+                        endpoint.limit.failures = 0
                         response, trace, truncated = await self._checked(
-                            content, complete, where, attempt, reward_range, trace_cap_bytes
+                            content, complete, where, tries.attempts, reward_range, trace_cap_bytes
                         )
                         return RolloutOutcome(
                             response=response,
-                            attempts=attempt,
+                            attempts=tries.attempts,
                             latency_ms=(time.perf_counter() - started) * 1000,
                             url=endpoint.url,
                             trace=trace,
                             trace_truncated=truncated,
                             body_bytes=len(content),
-                        ), attempt - 1
+                        ), tries.attempts - 1
             except httpx.HTTPError as exc:
-                (reason, last), status, retry_after = self._broken(endpoint, exc), None, None
+                tries.reason, tries.last = self._broken(endpoint, exc)
+                refused = isinstance(exc, httpx.ConnectError) and self._another_up(endpoint)
             else:
-                last, reason = self._unanswered(endpoint.url, where, status, content), "status"
+                tries.last = self._unanswered(endpoint.url, where, status, content)
+                tries.reason = "status"
+                refused = False
             finally:
-                endpoint.in_flight -= 1
-            if attempt < attempts:
-                await asyncio.sleep(self._policy.delay(attempt, self._rng, retry_after))
-        raise self._failed(body.seed, attempts, last, reason, status)
+                endpoint.limit.settle(ticket, status, time.monotonic(), retry_after)
+            tries.status = status
+            if not refused:  # refused: nothing reached it; another URL gets it at once
+                await asyncio.sleep(
+                    self._wait_before_retry(endpoint, body.seed, tries, retry_after)
+                )
+
+    def _wait_before_retry(
+        self, endpoint: _Endpoint, seed: str, tries: _Tries, retry_after: float | None
+    ) -> float:
+        """Seconds until the next try, or ``RolloutFailed`` when this rollout is out of tries."""
+        if tries.status == 429:
+            tries.limited += 1
+            since = endpoint.limit.limited_since
+            waited = 0.0 if since is None else time.monotonic() - since
+            left = self._policy.rate_limit_wait_s - waited
+            if left <= 0:
+                raise self._rate_limited(seed, endpoint.url, tries, waited)
+            return self._policy.limited_delay(tries.limited, self._rng, retry_after, left)
+        tries.limited = 0
+        tries.faults += 1
+        if tries.faults > self._policy.max_retries:
+            raise self._failed(seed, tries.attempts, tries.last, tries.reason, tries.status)
+        return self._policy.delay(tries.faults, self._rng, retry_after)
+
+    def _another_up(self, endpoint: _Endpoint) -> bool:
+        now = time.monotonic()
+        return any(e is not endpoint and e.limit.down_until <= now for e in self._endpoints)
 
     def _broken(self, endpoint: _Endpoint, exc: httpx.HTTPError) -> tuple[str, str]:
         """A request that got no answer: (failure kind, description); a refused or dropped
-        connection rests the endpoint for a second."""
+        connection rests the endpoint for 1, 2, 4 ... 30 s (doubling while it keeps failing)."""
         reason = self._fault(exc)
-        endpoint.failures += 1
+        limit = endpoint.limit
+        limit.failures += 1
         if reason == "connection":
-            endpoint.down_until = time.monotonic() + 1.0
+            limit.down_until = time.monotonic() + min(30.0, 2.0 ** (limit.failures - 1))
         return reason, _describe_error(exc)
 
     def _unanswered(self, url: str, where: str, status: int, content: bytes | bytearray) -> str:
@@ -377,6 +508,18 @@ class ContainerClient:
         if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
             return "timeout"
         return "connection"
+
+    def _rate_limited(self, seed: str, url: str, tries: _Tries, waited: float) -> RolloutFailed:
+        wait = self._policy.rate_limit_wait_s
+        return RolloutFailed(
+            f"rollout of seed {seed!r} gave up on the container's rate limit: {url} has "
+            f"answered only 429 for {waited:.0f} s (--rate-limit-wait {wait:g}; "
+            f"{tries.attempts} attempts, last: {tries.last}); raise --rate-limit-wait, or give "
+            "the container more capacity",
+            attempts=tries.attempts,
+            status=429,
+            reason="rate_limit",
+        )
 
     def _failed(
         self, seed: str, attempts: int, last: str, reason: str, status: int | None

@@ -14,6 +14,10 @@ scored (``InvalidRollout``: a NaN or out-of-range reward, a negative cost, an ov
 body) is one errored record: stored with its reason, never scored or cached, and counted
 by the ``ErrorGate``, which stops the run only when errors pass ``--max-error-rate``, and
 then says what they were and what to change.
+
+While it runs, the queue's workers hold a share of each container URL's adaptive limit
+(``client.join``; :mod:`optimizer.runtime.limits`) and a :class:`LimitWatch` tells the run
+about those limits: ``concurrency`` events, and warnings while a URL rate-limits it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from optimizer.runtime.bodies import CandidateBody
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient, RolloutOutcome
 from optimizer.runtime.events import EventSink
+from optimizer.runtime.limit_watch import LimitWatch
 from schemas import (
     ContainerError,
     InvalidRollout,
@@ -73,6 +78,10 @@ _FAILURES = {
     "connection": (
         "failed after retries on refused or dropped connections",
         "check that the container is up and not overloaded",
+    ),
+    "rate_limit": (
+        "gave up on the container's rate limit (429s past --rate-limit-wait)",
+        "raise --rate-limit-wait, or give the container more capacity",
     ),
 }
 
@@ -146,6 +155,7 @@ class RolloutQueue:
         concurrency: int = 4,
         policy: Policy | None = None,
         error_gate: ErrorGate | None = None,
+        watch_every_s: float = 1.0,
     ) -> None:
         self._client = client
         self._workspace = workspace
@@ -165,16 +175,26 @@ class RolloutQueue:
         self._batches = itertools.count()
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: dict[str, asyncio.Future[RolloutRecord]] = {}
+        self._watch = LimitWatch(
+            client.limits_view,
+            events.emit,
+            concurrency=concurrency,
+            wait_s=client.policy.rate_limit_wait_s,
+            period_s=watch_every_s,
+        )
 
     async def __aenter__(self) -> RolloutQueue:
+        self._client.join(self._concurrency)
         self._tasks = [asyncio.create_task(self._worker(i)) for i in range(self._concurrency)]
-        self._tasks.append(asyncio.create_task(self._committer()))
+        self._tasks.append(asyncio.create_task(self._watch.run()))
+        self._tasks.append(asyncio.create_task(self._committer()))  # last: _wait watches it
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._client.leave()
 
     def budget_room(self) -> int | None:
         """Paid calls the end of the run may still book (None: no metric-call limit)."""

@@ -215,6 +215,7 @@ class _Run:
             policy=RetryPolicy(
                 max_retries=cfg.max_retries,
                 base_delay_s=cfg.retry_base_delay_s,
+                rate_limit_wait_s=cfg.rate_limit_wait_s,
                 timeout_s=cfg.rollout_timeout_s,
             ),
             max_connections=max(cfg.concurrency * 2, 16),

@@ -1,0 +1,172 @@
+"""Container replicas as real processes on 127.0.0.1, and HAProxy (Debian's) in front of them.
+
+``replicas(n, ...)`` starts ``n`` processes of ``capacity_container.py``; ``haproxy(urls)``
+starts ``haproxy`` in the foreground with the README's recipe (least-connections
+balancing, a slot limit per replica, health checks, a dead replica's requests redispatched)
+and yields the one URL the optimizer is given. Without the ``haproxy`` binary the tests
+skip naming the package, unless ``GEPA_REQUIRE_HAPROXY=1`` (CI), which makes that a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx
+import pytest
+
+from tests.fakes.servers import FAKES, ROOT, free_port, wait_http
+
+HAPROXY_CONFIG = """\
+global
+    maxconn 4096
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 330s
+    timeout server 330s
+    timeout queue 330s
+    # A request that never reached a replica (refused, reset before any answer) goes to
+    # another one: rollouts are idempotent (same candidate and seed, same score).
+    retries 3
+    option redispatch 1
+    retry-on conn-failure empty-response junk-response
+
+frontend rollouts
+    bind 127.0.0.1:{port}
+    default_backend replicas
+
+backend replicas
+    balance leastconn
+    option httpchk GET /health
+    http-check expect status 200
+    # maxconn: HAProxy queues what a replica cannot take instead of sending it a 429.
+    # observe: a replica that refuses or drops a connection is marked down at once, not
+    # after the next failed health checks (leastconn would keep picking the idle dead one).
+    default-server check inter 250ms fall 2 rise 2 maxconn {maxconn} observe layer4 error-limit 1 on-error mark-down
+{servers}
+"""
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get("GEPA_REQUIRE_HAPROXY") == "1":
+        pytest.fail(f"GEPA_REQUIRE_HAPROXY=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def haproxy_binary() -> str:
+    """The ``haproxy`` executable, or a skip (a failure under GEPA_REQUIRE_HAPROXY=1)."""
+    found = shutil.which("haproxy") or next(
+        (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if Path(p).exists()), None
+    )
+    if found is None:
+        _unavailable("haproxy is not installed: apt-get install -y haproxy (Debian)")
+    return found
+
+
+def haproxy_config(port: int, urls: list[str], maxconn: int) -> str:
+    """The README's HAProxy recipe for ``urls`` on 127.0.0.1:``port``."""
+    servers = "\n".join(
+        f"    server r{i} {url.removeprefix('http://')}" for i, url in enumerate(urls, 1)
+    )
+    return HAPROXY_CONFIG.format(port=port, maxconn=maxconn, servers=servers)
+
+
+@contextlib.contextmanager
+def haproxy(urls: list[str], *, maxconn: int = 8, binary: str | None = None) -> Iterator[str]:
+    """HAProxy in front of ``urls``; yields its URL once a replica answers through it."""
+    binary = binary or haproxy_binary()
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="gepa-haproxy-") as folder:
+        config = Path(folder) / "haproxy.cfg"
+        config.write_text(haproxy_config(port, urls, maxconn))
+        check = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, text=True)
+        if check.returncode != 0:
+            raise RuntimeError(f"haproxy refused the config: {check.stdout}{check.stderr}")
+        proc = subprocess.Popen(
+            [binary, "-db", "-f", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_http(f"http://127.0.0.1:{port}/health", proc=proc)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            _stop(proc)
+
+
+@dataclass
+class Replica:
+    """One container process."""
+
+    url: str
+    proc: subprocess.Popen[bytes]
+
+    def stats(self) -> dict[str, Any]:
+        """Its ``GET /stats``."""
+        return dict(httpx.get(f"{self.url}/stats", timeout=5).json())
+
+    def kill(self) -> None:
+        """``kill -9``: in-flight rollouts lose their connection, nothing is answered."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def replicas(n: int, **settings: float | int | None) -> Iterator[list[Replica]]:
+    """``n`` processes of ``capacity_container.py`` (``--capacity``, ``--latency``, ...)."""
+    started: list[Replica] = []
+    try:
+        for _ in range(n):
+            port = free_port()
+            flags = [
+                f"--{name.replace('_', '-')}={value}"
+                for name, value in settings.items()
+                if value is not None
+            ]
+            proc = subprocess.Popen(
+                [sys.executable, str(FAKES / "capacity_container.py"), f"--port={port}", *flags],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            started.append(Replica(f"http://127.0.0.1:{port}", proc))
+        for replica in started:
+            wait_http(f"{replica.url}/health", proc=replica.proc)
+        yield started
+    finally:
+        for replica in started:
+            _stop(replica.proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> None:
+    """Poll ``predicate()`` every 20 ms until true, or fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"{what} did not happen within {timeout:g} s")
