@@ -9,7 +9,8 @@ from optimizer.gepa.gate import gate_total, passes_gate, ties
 from optimizer.gepa.merge3 import merge3, merge_components
 from optimizer.gepa.method import GepaMethod
 from optimizer.gepa.parents import ancestors, common_ancestor, complementary_pairs, sample_parent
-from optimizer.gepa.search import GepaSearch, evaluations_of
+from optimizer.gepa.search import GepaSearch
+from optimizer.gepa.showing import evaluations_of
 from optimizer.gepa.smoke import smoke_proposal
 
 __all__ = [

@@ -1,10 +1,26 @@
-"""The minibatch gate (pure): does a child earn a full train evaluation?"""
+"""The gate: does a child earn a full train evaluation?
+
+A child must beat its best parent strictly on a minibatch (``passes_gate``, pure); one that
+ties its parent seed for seed is scored on more of the failures its proposal was shown
+(``Gate.extend``) until it is better or worse. A stack of several writers' edits is judged on
+the whole train split at once (``Gate.on_train``). A text that failed its gate may be gated
+again when a proposal writes it again (``Gate.regatable``).
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
-__all__ = ["gate_total", "passes_gate", "ties"]
+from optimizer.gepa.context import SearchContext
+from optimizer.runtime.deps import score_on_train
+from optimizer.runtime.dispatch import SeedResult
+from schemas import CandidateRecord
+
+__all__ = ["MAX_REGATES", "Gate", "gate_total", "passes_gate", "ties"]
+
+# A text written again after it failed its gate is gated again this many times at most.
+MAX_REGATES = 2
 
 
 def gate_total(scores: Mapping[str, float | None], seeds: Sequence[str]) -> float:
@@ -43,3 +59,184 @@ def ties(
         s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)
     ]
     return any(all(abs((child[s] or 0.0) - (p[s] or 0.0)) < 1e-9 for s in usable) for p in parents)
+
+
+def _rewards(results: Mapping[str, SeedResult]) -> dict[str, float | None]:
+    return {s: r.reward for s, r in results.items()}
+
+
+def _scored(results: Mapping[str, SeedResult]) -> dict[str, float]:
+    return {s: r.reward for s, r in results.items() if r.reward is not None}
+
+
+class Gate:
+    """Gates children through the run's queue and records each verdict in the state."""
+
+    def __init__(self, ctx: SearchContext) -> None:
+        self._ctx = ctx
+        self._gating: set[str] = set()  # candidates being gated or scored right now
+        self._gates: Counter[str] = Counter()  # gates each candidate went through
+
+    def regatable(self, candidate_id: str) -> bool:
+        """A child that failed its gate and is not being evaluated: it may be tried again.
+
+        Proposers often write the same text again from another minibatch; a child rejected on
+        one unlucky minibatch then gets a second gate, where its seeds already scored are
+        cached (free), instead of being thrown away as a duplicate.
+        """
+        s = self._ctx.deps.state
+        return (
+            self._gates[candidate_id] <= MAX_REGATES
+            and candidate_id in s.minibatch
+            and candidate_id not in s.train
+            and candidate_id not in s.partial
+            and candidate_id not in s.promising
+            and candidate_id not in self._gating
+        )
+
+    async def gate(
+        self,
+        iteration: int,
+        child: CandidateRecord,
+        parent: str | tuple[str, str],
+        seeds: list[str],
+        *,
+        parent_mb: Mapping[str, SeedResult] | None = None,
+        extension: Sequence[str] = (),
+    ) -> bool:
+        """Score ``child`` on ``seeds`` against its parent(s); whether it beat them strictly.
+
+        A child that scores exactly like its parent on every minibatch seed may have fixed a
+        failure the proposer was shown outside the minibatch: it is then scored on those
+        ``extension`` seeds too, a minibatch at a time, until it is better or worse overall.
+        Its rollouts are reused by its full train evaluation if it passes.
+        """
+        d = self._ctx.deps
+        parent_ids = (parent,) if isinstance(parent, str) else parent
+        results = [
+            parent_mb
+            if parent_mb is not None
+            else await d.queue.evaluate(p, d.state.candidates[p].components, seeds)
+            for p in parent_ids
+        ]
+        if all(r.reward is not None and r.reward >= 1.0 for res in results for r in res.values()):
+            await d.events.emit(
+                "skipped",
+                {
+                    "iteration": iteration,
+                    "candidate_id": child.candidate_id,
+                    "reason": "the parent already solves every seed of this minibatch",
+                },
+            )
+            async with self._ctx.lock:  # never scored: it may be gated again when written again
+                d.state.minibatch.setdefault(child.candidate_id, {})
+            return False
+        self._gating.add(child.candidate_id)
+        self._gates[child.candidate_id] += 1
+        try:
+            first = await d.queue.evaluate(child.candidate_id, child.components, seeds)
+            seeds, child_res = await self.extend(
+                child, parent_ids, results, first, seeds, extension
+            )
+            accepted = passes_gate([_rewards(r) for r in results], _rewards(child_res), seeds)
+            await self._record(iteration, child, parent_ids, results, child_res, seeds, accepted)
+        finally:
+            self._gating.discard(child.candidate_id)
+        return accepted
+
+    async def extend(
+        self,
+        child: CandidateRecord,
+        parent_ids: tuple[str, ...],
+        results: list[Mapping[str, SeedResult]],
+        child_res: Mapping[str, SeedResult],
+        seeds: list[str],
+        extension: Sequence[str],
+    ) -> tuple[list[str], Mapping[str, SeedResult]]:
+        """While the child ties its parent seed for seed, score both on more ``extension`` seeds.
+
+        Updates ``results`` (the parents' rollouts) in place; the parents' are cached when
+        they were fully evaluated, so only the child's rollouts are paid.
+        """
+        d, seeds = self._ctx.deps, list(seeds)
+        step = max(1, len(seeds))
+        for at in range(0, len(extension), step):
+            parents = [_rewards(r) for r in results]
+            if passes_gate(parents, _rewards(child_res), seeds) or not ties(
+                parents, _rewards(child_res), seeds
+            ):
+                break
+            chunk = [s for s in extension[at : at + step] if s not in seeds]
+            for i, p in enumerate(parent_ids):
+                more = await d.queue.evaluate(p, d.state.candidates[p].components, chunk)
+                results[i] = {**results[i], **more}
+            more = await d.queue.evaluate(child.candidate_id, child.components, chunk)
+            child_res = {**child_res, **more}
+            seeds += chunk
+        return seeds, child_res
+
+    async def _record(
+        self,
+        iteration: int,
+        child: CandidateRecord,
+        parent_ids: tuple[str, ...],
+        results: list[Mapping[str, SeedResult]],
+        child_res: Mapping[str, SeedResult],
+        seeds: list[str],
+        accepted: bool,
+    ) -> None:
+        d = self._ctx.deps
+        await d.events.emit(
+            "gate",
+            {
+                "iteration": iteration,
+                "candidate_id": child.candidate_id,
+                "parent": parent_ids[0] if len(parent_ids) == 1 else list(parent_ids),
+                "parent_score": max(gate_total(_rewards(r), seeds) for r in results),
+                "child_score": gate_total(_rewards(child_res), seeds),
+                "minibatch": seeds,
+                "accepted": accepted,
+            },
+        )
+        async with self._ctx.lock:
+            d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_res))
+            if accepted:
+                d.state.promising.add(child.candidate_id)
+                d.refresh_reserve()
+
+    async def on_train(self, iteration: int, record: CandidateRecord, base: str) -> bool:
+        """Score a stack on every train seed at once; whether it beats ``base`` there.
+
+        A stack carries several writers' fixes and nearly always earns its train evaluation,
+        so it skips the minibatch gate: the full evaluation takes as many rounds of rollouts
+        as a gate and the rest of the train split would (fewer when the gate would extend),
+        and it decides on every seed, which a noisy student needs (a few seeds can hide
+        several fixes). What happens to one that is no better: ``Acceptance.stack``.
+        """
+        d, cid = self._ctx.deps, record.candidate_id
+        self._gating.add(cid)
+        self._gates[cid] += 1
+        try:
+            await score_on_train(d, self._ctx.lock, cid)
+        finally:
+            self._gating.discard(cid)
+        scores, parent = d.state.train.get(cid, {}), d.state.train.get(base, {})
+        seeds = [s for s in d.state.train_seeds if s in scores and s in parent]
+        accepted = passes_gate([parent], scores, seeds)
+        await d.events.emit(
+            "gate",
+            {
+                "iteration": iteration,
+                "candidate_id": cid,
+                "parent": base,
+                "parent_score": gate_total(parent, seeds),
+                "child_score": gate_total(scores, seeds),
+                "minibatch": seeds,
+                "accepted": accepted,
+            },
+        )
+        if accepted:
+            async with self._ctx.lock:
+                d.state.promising.add(cid)
+                d.refresh_reserve()
+        return accepted

@@ -16,14 +16,9 @@ from typing import Any
 
 import pytest
 
-from optimizer.gepa.search import (
-    CONTEXT_PER_MINIBATCH,
-    CONVERGED,
-    MAX_REGATES,
-    GepaSearch,
-    failure_kind,
-    one_of_each,
-)
+from optimizer.gepa.gate import MAX_REGATES
+from optimizer.gepa.search import CONVERGED, GepaSearch
+from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, failure_kind, one_of_each
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.deps import SearchDeps
 from optimizer.runtime.events import EventSink
@@ -386,7 +381,7 @@ async def test_a_clean_text_merge_on_the_common_ancestor_needs_no_reflection_cal
             checkpoint=checkpoint,
             proposer_cost=lambda: 0.0,
         )
-        merged = await GepaSearch(deps)._text_merge(1, records["a"], records["b"])
+        merged = await GepaSearch(deps).merges.text_merge(1, records["a"], records["b"])
     assert merged is not None and proposer.merges == [] and proposer.seen == []
     assert merged.components["system_prompt"] == "Answer with the label.\n- ant\n- bee"
     assert merged.parents == [records["a"].candidate_id, records["b"].candidate_id]

@@ -1,0 +1,369 @@
+"""Acceptance: a child that passed its proposal is gated, and if it passes, scored on train.
+
+Children are accepted one at a time, in the background while their writers write again.
+What keeps parallel proposals as good as sequential ones happens here:
+
+- **Stacking.** Children waiting for the same base are replayed on it one after another
+  (three-way merges, no reflection call) and judged as one candidate on the whole train
+  split: one train evaluation for a wave of writers instead of a gate and an evaluation each.
+- **Rebasing.** A child written on the best while a sibling replaced that best is replayed on
+  the new best and gated against it; one whose edit the best already has is dropped; one
+  whose edit conflicts stays on its own branch and is gated against its parent.
+- **Sideways children.** One that fixes its seeds but breaks a look-alike's, no better on
+  the mean, is built on next, shown the seeds it broke (``follow_up``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+
+from optimizer.gepa.candidates import Candidates
+from optimizer.gepa.context import SearchContext
+from optimizer.gepa.gate import Gate
+from optimizer.gepa.merge3 import merge_components
+from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, Showing
+from optimizer.runtime.deps import score_on_train
+from optimizer.runtime.dispatch import SeedResult
+from schemas import BudgetExhausted, CandidateRecord
+
+__all__ = ["CONFLICT", "REDUNDANT", "Acceptance", "Waiting"]
+
+CONFLICT, REDUNDANT = "conflict", "redundant"  # why a rebase did not apply
+# Proposals asked for within this many seconds of each other count as written together: a
+# child waits for its siblings (at most GATHER_SHARE of its own writing time, GATHER_MAX_S)
+# so that they are stacked and gated once (``Acceptance._gather``).
+TOGETHER_S = 0.5
+GATHER_SHARE = 0.25
+GATHER_MAX_S = 2.0
+
+
+@dataclass
+class Waiting:
+    """A child that passed its proposal and waits its turn to be gated and accepted."""
+
+    iteration: int
+    child: CandidateRecord
+    parent_id: str
+    best_at_start: str | None
+    minibatch: list[str]
+    context: list[str]
+    done: bool = False  # accepted as part of a stack (``Acceptance._stack``)
+    stackable: bool = True  # not yet in a stack that failed its gate
+
+
+class Acceptance:
+    """Gates and accepts children in turn; keeps the follow-ups and the children in flight."""
+
+    def __init__(
+        self, ctx: SearchContext, gate: Gate, candidates: Candidates, showing: Showing
+    ) -> None:
+        self._ctx = ctx
+        self._gate = gate
+        self._candidates = candidates
+        self._showing = showing
+        self.waiting: list[Waiting] = []  # children queued for the context's ``accepting``
+        self.pending: set[asyncio.Task[None]] = set()  # children being accepted
+        # Accepted children that broke seeds their parent passed without beating it -> (the
+        # seeds it broke, writers still to build on it, shown those first) (``follow_up``).
+        self._follow: dict[str, tuple[list[str], int]] = {}
+        self.merge_due = False  # a child was accepted since the last merge
+
+    def next_follow_up(self) -> tuple[str, list[str]] | None:
+        """A sideways child to build on next and the seeds it broke, if one is queued."""
+        if not self._follow:
+            return None
+        parent_id = next(iter(self._follow))
+        broken, left = self._follow.pop(parent_id)
+        if left > 1:  # writers still to have their turn on it
+            self._follow[parent_id] = (broken, left - 1)
+        return parent_id, broken
+
+    async def start(
+        self,
+        entry: Waiting,
+        parent_mb: Mapping[str, SeedResult] | None,
+        span: tuple[float, float] | None,
+    ) -> None:
+        """Accept ``entry`` now (one in flight) or in the background (several)."""
+        accept = self._gate_and_accept(entry, parent_mb, span)
+        if self._ctx.in_flight <= 1:
+            await accept
+            return
+        # In flight: the child waits its turn to be gated and accepted in the background while
+        # its worker writes its next proposal; every failure it was shown stays marked (its
+        # edit may fix any of them), so the next proposals are shown other failures.
+        targets = self._showing.failure_kinds(entry.parent_id, (*entry.minibatch, *entry.context))
+        self._showing.shown.update(targets)
+        task = asyncio.create_task(self._settle(accept, targets))
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def _settle(self, accept: Awaitable[None], shown: Sequence[str]) -> None:
+        try:
+            await accept
+        except BudgetExhausted as exc:
+            self._ctx.halt(str(exc))
+        finally:
+            self._showing.shown.subtract(shown)
+
+    async def _gate_and_accept(
+        self,
+        entry: Waiting,
+        parent_mb: Mapping[str, SeedResult] | None,
+        span: tuple[float, float] | None = None,
+    ) -> None:
+        """Gate a child once against what it would be stacked on; if it passes, score it on train.
+
+        Those waiting for the same best are first tried together as one stacked candidate
+        (``_stack``); otherwise the child is rebased when its best was replaced (``_accept_one``).
+        """
+        try:
+            if span is not None:
+                await self._gather(*span)
+            async with self._ctx.accepting:
+                if entry.done or await self._stack(entry):
+                    return
+                await self._accept_one(entry, parent_mb)
+        finally:
+            self.waiting.remove(entry)
+
+    async def _gather(self, began: float, ended: float) -> None:
+        """Wait a little for the proposals asked for together with the one asked at ``began``.
+
+        Calls sent to a hosted model at the same moment answer within a moment of each other;
+        the first child to arrive would otherwise be gated and scored alone, and its siblings
+        stacked only after that (a gate and a train evaluation later).
+        """
+        deadline = ended + min(GATHER_MAX_S, GATHER_SHARE * (ended - began))
+        writing, written = self._candidates.writing, self._ctx.written
+
+        def siblings_writing() -> bool:
+            return any(abs(t - began) <= TOGETHER_S for t in writing.values())
+
+        async with written:
+            while siblings_writing() and (left := deadline - time.monotonic()) > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(written.wait(), left)
+
+    async def _accept_one(self, entry: Waiting, parent_mb: Mapping[str, SeedResult] | None) -> None:
+        d = self._ctx.deps
+        iteration, child, parent_id = entry.iteration, entry.child, entry.parent_id
+        minibatch, context = entry.minibatch, entry.context
+        candidate, against, seeds, extension = child, parent_id, minibatch, context
+        if (onto := self._superseded(parent_id, entry.best_at_start)) is not None:
+            rebased = await self._rebase(iteration, 0, child, parent_id, onto)
+            if rebased == REDUNDANT:
+                return
+            if isinstance(rebased, CandidateRecord):
+                parent_scores = d.state.train.get(parent_id, {})
+                targets = [s for s in (*minibatch, *context) if parent_scores.get(s, 1.0) < 1.0]
+                candidate, against, parent_mb = rebased, onto, None
+                seeds, extension = await self._seeds_for(onto, targets, minibatch)
+        if await self._gate.gate(
+            iteration, candidate, against, seeds, parent_mb=parent_mb, extension=extension
+        ):
+            await self.full_train(candidate.candidate_id, against)
+
+    async def _stack(self, entry: Waiting) -> bool:
+        """Accept ``entry`` together with the other children waiting on the same base.
+
+        Children written at the same time on one parent each add their own fix; their base
+        is that parent, or the best that replaced it when the parent was the best
+        (``_base_of``). Replayed one after another on the base (three-way merges, no
+        reflection call), they make one candidate that is scored on train once
+        (``Gate.on_train``), instead of a gate and a train evaluation per child in turn.
+        One that is worse than its base leaves each child to its own gate; one that only
+        trades seeds with it is built on next (``follow_up``).
+        """
+        d = self._ctx.deps
+        if not entry.stackable:
+            return False
+        base = self._base_of(entry)
+        merged, used = self._replay_on(base, entry)
+        if len(used) < 2 or entry not in used:
+            return False
+        ids = [w.child.candidate_id for w in used]
+        record = await self._candidates.derive(
+            f"{entry.iteration}s",
+            merged,
+            (base, *ids),
+            f"stacked: the edits of {', '.join(ids)} (written at the same time) replayed on "
+            f"{base}. " + " | ".join(w.child.rationale for w in used),
+            "merge",
+            entry.iteration,
+        )
+        if record is None:
+            return False
+        await d.events.emit(
+            "stack",
+            {
+                "iteration": entry.iteration,
+                "candidate_id": record.candidate_id,
+                "children": ids,
+                "onto": base,
+            },
+        )
+        if await self._gate.on_train(entry.iteration, record, base):
+            for w in used:
+                w.done = True
+            await self.full_train(record.candidate_id, base)
+            return True
+        if not self._sideways(record.candidate_id, base):
+            for w in used:  # some edit hurt: each child is gated on its own
+                w.stackable = False
+            return False
+        # As good as its base, winning other seeds: the edits trade seeds (look-alike rules).
+        # Gating each child alone would pay a gate and a train evaluation per child to find
+        # the same; the next proposals build on the stack, shown the seeds it broke.
+        for w in used:
+            w.done = True
+        self.follow_up(record.candidate_id, base)
+        return True
+
+    def _base_of(self, w: Waiting) -> str:
+        """What a waiting child's edit is replayed on: the best that replaced its parent, if
+        its parent was the best when it was asked, else its parent."""
+        return self._superseded(w.parent_id, w.best_at_start) or w.parent_id
+
+    def _sideways(self, candidate_id: str, base: str) -> bool:
+        """Whether a fully scored candidate ties ``base``'s train mean and wins other seeds."""
+        s = self._ctx.deps.state
+        mean, base_mean = s.train_mean(candidate_id), s.train_mean(base)
+        return (
+            mean is not None
+            and base_mean is not None
+            and abs(mean - base_mean) < 1e-9
+            and candidate_id in s.frontier.members()
+        )
+
+    def _replay_on(self, base: str, entry: Waiting) -> tuple[dict[str, str], list[Waiting]]:
+        """The waiting children's edits replayed on ``base`` (``entry`` first), and who added one.
+
+        A child counts when its base (``_base_of``) is ``base`` and its three-way merge
+        applies cleanly and changes something.
+        """
+        d = self._ctx.deps
+        queue = [entry, *(w for w in self.waiting if w is not entry and not w.done)]
+        merged, used = dict(d.state.candidates[base].components), []
+        for w in queue:
+            if not w.stackable or self._base_of(w) != base:
+                continue
+            parent = d.state.candidates[w.parent_id].components
+            m = merge_components(parent, merged, w.child.components)
+            if m is not None and m != merged:
+                merged = m
+                used.append(w)
+        return merged, used
+
+    async def _seeds_for(
+        self, parent_id: str, targets: Sequence[str], rotation: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """Gate seeds for an edit (meant to fix ``targets``) rebased onto ``parent_id``.
+
+        Targets that ``parent_id`` still fails show whether the edit still fixes something;
+        seeds it passes catch regressions; its other failures are the extension. (The first
+        minibatch may be solved entirely by the new parent, which would leave the gate
+        nothing to show.)
+        """
+        async with self._ctx.lock:
+            minibatch, context = self._showing.seeds(parent_id, rotation, share=False)
+            scores = self._ctx.deps.state.train.get(parent_id, {})
+            still = [s for s in targets if scores.get(s, 1.0) < 1.0]
+            if not still:
+                return minibatch, context
+            size = len(rotation)
+            passing = [s for s in minibatch + rotation if scores.get(s, 0.0) >= 1.0]
+            chosen = still[: -(-size // 2)]
+            seeds = list(dict.fromkeys(chosen + passing))[:size]
+            extension = [s for s in dict.fromkeys(still + context) if s not in seeds]
+            return seeds, extension[: CONTEXT_PER_MINIBATCH * size]
+
+    def _superseded(self, parent_id: str, best_at_start: str | None) -> str | None:
+        """The new best when the parent was the best at the start and has been replaced."""
+        now = self._ctx.best_id()
+        if parent_id == best_at_start and now is not None and now != parent_id:
+            return now
+        return None
+
+    async def _rebase(
+        self, iteration: int, attempt: int, child: CandidateRecord, parent_id: str, onto: str
+    ) -> CandidateRecord | str:
+        """``child``'s edit replayed on ``onto`` (a clean three-way merge), or why not.
+
+        ``CONFLICT``: the edits overlap, the child stays on its own branch. ``REDUNDANT``:
+        the best already has the child's edit (or the rebased text exists), so the child
+        would only pay a train evaluation to learn what is known.
+        """
+        d = self._ctx.deps
+        parent, best = d.state.candidates[parent_id], d.state.candidates[onto]
+        merged = merge_components(parent.components, best.components, child.components)
+        if merged is None or merged == dict(best.components):
+            why = CONFLICT if merged is None else REDUNDANT
+            await d.events.emit(
+                "rebase",
+                {
+                    "iteration": iteration,
+                    "candidate_id": child.candidate_id,
+                    "onto": onto,
+                    "applied": False,
+                    "reason": "conflict" if merged is None else "already in the best",
+                },
+            )
+            return why
+        rationale = (
+            f"rebased: the edit of {child.candidate_id} (written on {parent_id}) replayed on "
+            f"{onto}, the best candidate when it was done. {child.rationale}"
+        )
+        record = await self._candidates.derive(
+            f"{iteration}r{attempt}",
+            merged,
+            (onto, child.candidate_id),
+            rationale,
+            "merge",
+            iteration,
+        )
+        await d.events.emit(
+            "rebase",
+            {
+                "iteration": iteration,
+                "candidate_id": child.candidate_id,
+                "onto": onto,
+                "applied": record is not None,
+                "rebased": record.candidate_id if record else None,
+            },
+        )
+        return record if record is not None else REDUNDANT
+
+    async def full_train(self, candidate_id: str, against: str | tuple[str, str]) -> None:
+        """Score an accepted candidate on every train seed; stop on full marks."""
+        d = self._ctx.deps
+        if candidate_id not in d.state.train:
+            await score_on_train(d, self._ctx.lock, candidate_id)
+        self.merge_due = True
+        if isinstance(against, str):
+            self.follow_up(candidate_id, against)
+        scores = d.state.train.get(candidate_id, {})
+        if len(scores) == len(d.state.train_seeds) and min(scores.values(), default=0.0) >= 1.0:
+            self._ctx.halt(f"{candidate_id} scores full marks on every train seed")
+
+    def follow_up(self, candidate_id: str, parent_id: str) -> None:
+        """Queue a sideways child (it fixed seeds and broke others, no better on the mean).
+
+        Fixes interact: a new rule can win its own seeds and take over others' (two
+        look-alike cases). The child is kept on the frontier for the seeds it wins, but only
+        a next edit on it (one that tells the cases apart) pays off, and sampling parents by
+        seeds won rarely picks a child that wins few. So the next free worker writes that edit,
+        shown the seeds the child broke first.
+        """
+        s = self._ctx.deps.state
+        child, parent = s.train.get(candidate_id, {}), s.train.get(parent_id, {})
+        broken = [x for x in s.train_seeds if x in child and child[x] < parent.get(x, 0.0)]
+        mean, parent_mean = s.train_mean(candidate_id), s.train_mean(parent_id)
+        sideways = mean is not None and parent_mean is not None and mean <= parent_mean
+        if broken and sideways and candidate_id in s.frontier.members():
+            # Every writer free meanwhile builds on it, each shown its share of what it broke.
+            self._follow[candidate_id] = (broken, self._ctx.in_flight)

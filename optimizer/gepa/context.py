@@ -1,0 +1,78 @@
+"""What every part of one GEPA search shares: the run's injected parts, one lock, the stop.
+
+The parts of the search (``showing``, ``candidates``, ``gate``, ``acceptance``, ``merges``,
+and the loop in ``search``) each keep their own bookkeeping; this object holds only what
+they all read or signal. Every read-modify-write of the run's state happens under ``lock``,
+so with one proposal in flight the search is strictly sequential.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from optimizer.runtime.deps import SearchDeps
+from optimizer.runtime.minibatch import MinibatchSampler
+from proposer import CandidateView
+
+__all__ = ["SearchContext"]
+
+
+@dataclass
+class SearchContext:
+    """The shared parts of one GEPA search (``SearchContext.of(deps)`` makes one)."""
+
+    deps: SearchDeps
+    sampler: MinibatchSampler  # the rotating minibatches, drawn from ``deps.rng``
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # the run state's writers
+    accepting: asyncio.Lock = field(default_factory=asyncio.Lock)  # one child accepted at a time
+    written: asyncio.Condition = field(default_factory=asyncio.Condition)  # a reflection ended
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)  # set with ``stop``
+    stop: str | None = None  # why the search ended; the first reason wins
+
+    @classmethod
+    def of(cls, deps: SearchDeps) -> SearchContext:
+        """A fresh context for a search over ``deps``."""
+        sampler = MinibatchSampler(deps.state.train_seeds, deps.config.minibatch_size, deps.rng)
+        return cls(deps=deps, sampler=sampler)
+
+    @property
+    def in_flight(self) -> int:
+        """How many proposals are written at once (``--proposals-in-flight``)."""
+        return self.deps.config.proposals_in_flight or 1
+
+    def halt(self, reason: str) -> None:
+        """Stop the search (the first reason wins); reflections still pending are dropped."""
+        if self.stop is None:
+            self.stop = reason
+        self.stopped.set()
+
+    async def notify_written(self) -> None:
+        """Wake whoever waits for a reflection call to end (``written``)."""
+        async with self.written:
+            self.written.notify_all()
+
+    def best_id(self) -> str | None:
+        """The candidate with the best train mean, if any was scored."""
+        best = self.deps.state.best()
+        return best[0] if best else None
+
+    def lineage(self) -> dict[str, Sequence[str]]:
+        """Candidate id -> its parents' ids."""
+        return {cid: r.parents for cid, r in self.deps.state.candidates.items()}
+
+    def view(self, candidate_id: str) -> CandidateView:
+        """A candidate as the proposer reads it: components, scores, seeds won, last diff."""
+        state = self.deps.state
+        record = state.candidates[candidate_id]
+        wins = state.frontier.wins().get(candidate_id, ())
+        diff = next(iter(record.diffs.values()), "")
+        return CandidateView(
+            candidate_id=candidate_id,
+            components=dict(record.components),
+            parents=tuple(record.parents),
+            scores=dict(state.train.get(candidate_id, {})),
+            wins=wins,
+            diff_from_parent=diff,
+        )

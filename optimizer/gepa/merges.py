@@ -1,0 +1,115 @@
+"""Merges: one candidate that keeps what two complementary frontier candidates do well.
+
+Two frontier candidates are merged only when neither descends from the other
+(``complementary_pairs``). A clean three-way text merge on their common ancestor needs no
+reflection call; otherwise the proposer is asked, shown both on the seeds where they differ.
+A merge, like any child, must beat its best parent strictly, never tie it.
+"""
+
+from __future__ import annotations
+
+from optimizer.gepa.acceptance import Acceptance
+from optimizer.gepa.candidates import Candidates
+from optimizer.gepa.context import SearchContext
+from optimizer.gepa.gate import Gate
+from optimizer.gepa.merge3 import merge_components
+from optimizer.gepa.parents import common_ancestor, complementary_pairs
+from optimizer.gepa.showing import evaluations_of
+from proposer import MergeRequest
+from schemas import CandidateRecord
+
+__all__ = ["MERGE_MINIBATCH", "Merges"]
+
+MERGE_MINIBATCH = 6
+
+
+class Merges:
+    """Decides when a merge is due and writes, gates and accepts it."""
+
+    def __init__(
+        self, ctx: SearchContext, gate: Gate, candidates: Candidates, acceptance: Acceptance
+    ) -> None:
+        self._ctx = ctx
+        self._gate = gate
+        self._candidates = candidates
+        self._acceptance = acceptance
+        self._made = 0  # merges asked for so far
+
+    def due(self) -> tuple[str, str] | None:
+        """The pair to merge now, if a child was accepted since the last merge and merges are on.
+
+        Call under the context's lock: it draws the pair from the run's ``random.Random``.
+        """
+        d = self._ctx.deps
+        pairs = complementary_pairs(d.state.frontier, self._ctx.lineage())
+        merging = (
+            self._acceptance.merge_due
+            and d.config.use_merge
+            and self._made < d.config.max_merges
+            and bool(pairs)
+        )
+        if not merging:
+            return None
+        self._acceptance.merge_due = False
+        self._made += 1
+        return pairs[d.rng.randrange(len(pairs))]
+
+    async def merge(self, iteration: int, pair: tuple[str, str]) -> bool:
+        """Merge ``pair``; True when it made a candidate."""
+        d = self._ctx.deps
+        ranked = [cid for cid, _ in d.state.ranked(list(pair))]
+        a, b = (d.state.candidates[c] for c in (ranked if len(ranked) == 2 else pair))
+        wins = d.state.frontier.wins()
+        differing = sorted(set(wins.get(a.candidate_id, ())) ^ set(wins.get(b.candidate_id, ())))
+        seeds = differing[:MERGE_MINIBATCH] or self._ctx.sampler.next()
+        await d.events.emit(
+            "iteration",
+            {"iteration": iteration, "merge": [a.candidate_id, b.candidate_id], "minibatch": seeds},
+        )
+        child = await self.text_merge(iteration, a, b)
+        if child is None:
+            res_a = await d.queue.evaluate(a.candidate_id, a.components, seeds)
+            res_b = await d.queue.evaluate(b.candidate_id, b.components, seeds)
+            request = MergeRequest(
+                program_description=d.description,
+                components=d.components,
+                a=self._ctx.view(a.candidate_id),
+                b=self._ctx.view(b.candidate_id),
+                evaluations_a=evaluations_of(res_a),
+                evaluations_b=evaluations_of(res_b),
+                existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
+            )
+            pair = (a.candidate_id, b.candidate_id)
+            try:
+                child = await self._candidates.proposal(
+                    iteration, "merge", pair, lambda: d.proposer.merge(request)
+                )
+            finally:
+                await self._candidates.written_out(iteration)
+        if child is None:
+            return False
+        if await self._gate.gate(iteration, child, (a.candidate_id, b.candidate_id), seeds):
+            async with self._ctx.accepting:
+                await self._acceptance.full_train(
+                    child.candidate_id, (a.candidate_id, b.candidate_id)
+                )
+        return True
+
+    async def text_merge(
+        self, iteration: int, a: CandidateRecord, b: CandidateRecord
+    ) -> CandidateRecord | None:
+        """``a`` and ``b`` merged on their common ancestor with no reflection call, if clean."""
+        d = self._ctx.deps
+        base = common_ancestor(self._ctx.lineage(), a.candidate_id, b.candidate_id, d.state.order())
+        if base is None:
+            return None
+        merged = merge_components(d.state.candidates[base].components, a.components, b.components)
+        if merged is None or merged in (dict(a.components), dict(b.components)):
+            return None
+        rationale = (
+            f"three-way text merge of {a.candidate_id} and {b.candidate_id} on their common "
+            f"ancestor {base}: both edits kept, no reflection call"
+        )
+        return await self._candidates.derive(
+            f"{iteration}m", merged, (a.candidate_id, b.candidate_id), rationale, "merge", iteration
+        )
