@@ -11,11 +11,13 @@ guards (not cut off, not empty, changed, new, under the length cap) or raises
     proposal = await proposer.propose(ProposalRequest(...))
 
 ``ExternalProposer`` (``--proposer-command``) hands each proposal to an external coding agent
-instead: a folder of files in, edited component files out, under the same guards.
+instead: a folder of files in, edited component files out, under the same guards. Both are
+``BaseProposer``s (:mod:`proposer.base`): one propose/merge path, one usage account.
 """
 
 from __future__ import annotations
 
+from proposer.base import BaseProposer
 from proposer.client import (
     ChatReply,
     Endpoint,
@@ -40,6 +42,7 @@ from proposer.types import (
 
 __all__ = [
     "PRICES",
+    "BaseProposer",
     "CandidateView",
     "ChatReply",
     "ComponentSpec",

@@ -25,12 +25,12 @@ from pathlib import Path
 
 from proposer.agent_command import agent_environment, read_usage, run_command
 from proposer.agent_folder import AgentFolder
-from proposer.brief import Brief, brief_for_merge, brief_for_proposal
-from proposer.guards import check_candidate, unified_diff
+from proposer.base import BaseProposer, Spent, Written
+from proposer.brief import Brief
 from proposer.proposer import Proposer
-from proposer.types import MergeRequest, Proposal, ProposalRequest, ProposerConfig
+from proposer.types import ProposerConfig
 from schemas.config import RunConfig
-from schemas.exceptions import ProposalRejected, ProposerError, UserError
+from schemas.exceptions import ProposalRejected, UserError
 from schemas.records import ModelUsage
 
 __all__ = [
@@ -111,33 +111,18 @@ def command_problem(command: str) -> str | None:
     return None
 
 
-class ExternalProposer:
-    """A ``ProposerLike`` that hands each proposal to an external command."""
+class ExternalProposer(BaseProposer[Spent]):
+    """A ``ProposerLike`` that hands each proposal to an external command.
+
+    ``total_usage`` counts every proposal, accepted or refused, as the command reported it.
+    """
 
     def __init__(self, config: ExternalConfig, *, rng: random.Random | None = None) -> None:
+        super().__init__(max_prompt_chars=config.max_prompt_chars)
         self.config = config
         self._rng = rng if rng is not None else random.Random(0)
-        self._total = ModelUsage()
         self._count = itertools.count(1)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
-
-    @property
-    def total_usage(self) -> ModelUsage:
-        """Usage of every proposal so far, accepted or refused, as the command reported it."""
-        return self._total
-
-    async def propose(self, request: ProposalRequest) -> Proposal:
-        """One mutation of ``request.parent`` written by the command."""
-        return await self._run(brief_for_proposal(request))
-
-    async def merge(self, request: MergeRequest) -> Proposal:
-        """One candidate combining ``request.a`` and ``request.b``, written by the command."""
-        try:
-            brief = brief_for_merge(request)
-        except ProposerError as exc:
-            exc.usage = ModelUsage()  # type: ignore[attr-defined]
-            raise
-        return await self._run(brief)
 
     async def aclose(self) -> None:
         """Remove the temporary folder, if one was made (``work_dir`` folders are kept)."""
@@ -160,40 +145,15 @@ class ExternalProposer:
             if not slot.exists():
                 return slot
 
-    async def _run(self, brief: Brief) -> Proposal:
-        usage = ModelUsage()
-        try:
-            components, rationale, usage = await self._write(brief)
-            check_candidate(
-                components,
-                bases=[p.components for p in brief.parents],
-                targets=brief.targets,
-                cap=self.config.max_prompt_chars,
-                existing_hashes=brief.existing_hashes,
-            )
-        except ProposerError as exc:
-            spent = getattr(exc, "usage", None)
-            usage = spent if isinstance(spent, ModelUsage) else usage
-            exc.usage = usage  # type: ignore[attr-defined]
-            raise
-        finally:
-            self._total = self._total + usage
-        diffs = {
-            p.candidate_id: unified_diff(p.components, components, p.candidate_id)
-            for p in brief.parents
-        }
-        return Proposal(
-            components=components,
-            rationale=rationale,
-            usage=usage,
-            diff="".join(diffs.values()),
-            mode="command",
-            parents=brief.parent_ids,
-            diffs=diffs,
-            cost_known=usage.cost_unknown == 0,
-        )
+    def _meter(self) -> Spent:
+        return Spent()
 
-    async def _write(self, brief: Brief) -> tuple[dict[str, str], str, ModelUsage]:
+    def _cost_known(self, usage: ModelUsage) -> bool:
+        return usage.cost_unknown == 0
+
+    async def _write(self, meter: Spent, brief: Brief) -> Written:
+        """Run the command on a fresh folder; ``meter`` gets the usage it reported, which a
+        refusal (a timeout, a failed exit, a file edited out of bounds) carries too."""
         slot = self._new_slot()
         folder = AgentFolder.write(
             slot / "workspace", brief, cap=self.config.max_prompt_chars, rng=self._rng
@@ -217,24 +177,21 @@ class ExternalProposer:
                 timeout_s=self.config.timeout_s,
                 logs=logs,
             )
-        except ProposalRejected as exc:  # timed out: it spent what it spent, unreported
-            exc.usage = read_usage(folder.path, logs / "stdout.txt")  # type: ignore[attr-defined]
+        except ProposalRejected:  # timed out: it spent what it spent, unreported
+            meter.usage = read_usage(folder.path, logs / "stdout.txt")
             raise
         usage = read_usage(folder.path, result.stdout)
         if result.returncode != 0:
-            error = ProposalRejected(
+            meter.usage = usage
+            raise ProposalRejected(
                 "command_failed",
                 f"the proposer command exited with status {result.returncode}: "
                 f"{self._masked(result.stderr_tail())}",
             )
-            error.usage = usage  # type: ignore[attr-defined]
-            raise error
-        try:
-            components = folder.read_back()
-        except ProposerError as exc:
-            exc.usage = usage  # type: ignore[attr-defined]
-            raise
-        return components, self._masked(_rationale(folder.path))[:_RATIONALE_CHARS], usage
+        meter.usage = usage  # a refusal of read_back carries it too
+        components = folder.read_back()
+        rationale = self._masked(_rationale(folder.path))[:_RATIONALE_CHARS]
+        return Written(components, rationale, "command")
 
     def _masked(self, text: str) -> str:
         """``text`` with the values of the variables the agent was given replaced by ``***``:

@@ -4,7 +4,8 @@ Mode ``"auto"`` tries agent mode first; when the endpoint answers the first step
 tool calls, or rejects ``tools`` with a 4xx, this proposal is redone in text mode and the
 instance remembers text mode for every later one (and agent mode once it worked).
 Every failure is a ``ProposerError`` (``ProposalRejected`` for a guard) carrying the usage
-spent on it as ``.usage``; ``total_usage`` counts rejected proposals too.
+spent on it as ``.usage``; ``total_usage`` counts rejected proposals too (both from
+:class:`proposer.base.BaseProposer`, which ``ExternalProposer`` shares).
 """
 
 from __future__ import annotations
@@ -12,19 +13,18 @@ from __future__ import annotations
 import random
 
 from proposer.agent import NoToolCalls, run_agent
-from proposer.brief import Brief, brief_for_merge, brief_for_proposal
+from proposer.base import BaseProposer, Written
+from proposer.brief import Brief
 from proposer.client import ModelClient, ToolsUnsupported, UsageMeter
-from proposer.guards import check_candidate, unified_diff
 from proposer.instructions import InstructionRequest, InstructionSet, propose_instructions
 from proposer.textmode import run_text
-from proposer.types import MergeRequest, Proposal, ProposalRequest, ProposerConfig
-from schemas.exceptions import ProposerError
+from proposer.types import ProposerConfig
 from schemas.records import ModelUsage
 
 __all__ = ["Proposer"]
 
 
-class Proposer:
+class Proposer(BaseProposer[UsageMeter]):
     """Turns a parent (or two) plus its rollouts into a new candidate.
 
     ``client`` defaults to a ``ModelClient`` built from ``config`` (``UserError`` when the
@@ -39,16 +39,11 @@ class Proposer:
         client: ModelClient | None = None,
         rng: random.Random | None = None,
     ) -> None:
+        super().__init__(max_prompt_chars=config.max_prompt_chars)
         self.config = config
         self._client = client if client is not None else ModelClient(config)
         self._rng = rng if rng is not None else random.Random(0)
-        self._total = ModelUsage()
         self._mode: str | None = None if config.mode == "auto" else config.mode
-
-    @property
-    def total_usage(self) -> ModelUsage:
-        """Usage of every proposal so far, accepted or rejected."""
-        return self._total
 
     @property
     def mode(self) -> str | None:
@@ -60,57 +55,19 @@ class Proposer:
         """Whether ``cost_usd`` figures are real (the price table knows the model)."""
         return self._client.cost_known
 
-    async def propose(self, request: ProposalRequest) -> Proposal:
-        """One mutation of ``request.parent``; ``ProposerError`` when none could be made."""
-        return await self._run(brief_for_proposal(request))
-
-    async def merge(self, request: MergeRequest) -> Proposal:
-        """One candidate combining ``request.a`` and ``request.b``."""
-        try:
-            brief = brief_for_merge(request)
-        except ProposerError as exc:
-            exc.usage = ModelUsage()  # type: ignore[attr-defined]
-            raise
-        return await self._run(brief)
-
     async def instructions(self, request: InstructionRequest) -> InstructionSet:
         """Instruction candidates for MIPRO, grounded in a summary of the data."""
         result = await propose_instructions(self._client, request, self.config, self._rng)
         self._total = self._total + result.usage
         return result
 
-    async def _run(self, brief: Brief) -> Proposal:
-        meter = UsageMeter(self._client)
-        try:
-            components, rationale, mode = await self._write(meter, brief)
-            check_candidate(
-                components,
-                bases=[p.components for p in brief.parents],
-                targets=brief.targets,
-                cap=self.config.max_prompt_chars,
-                existing_hashes=brief.existing_hashes,
-            )
-        except ProposerError as exc:
-            exc.usage = meter.usage  # type: ignore[attr-defined]
-            raise
-        finally:
-            self._total = self._total + meter.usage
-        diffs = {
-            p.candidate_id: unified_diff(p.components, components, p.candidate_id)
-            for p in brief.parents
-        }
-        return Proposal(
-            components=components,
-            rationale=rationale,
-            usage=meter.usage,
-            diff="".join(diffs.values()),
-            mode=mode,
-            parents=brief.parent_ids,
-            diffs=diffs,
-            cost_known=self.cost_known,
-        )
+    def _meter(self) -> UsageMeter:
+        return UsageMeter(self._client)
 
-    async def _write(self, meter: UsageMeter, brief: Brief) -> tuple[dict[str, str], str, str]:
+    def _cost_known(self, usage: ModelUsage) -> bool:
+        return self.cost_known
+
+    async def _write(self, meter: UsageMeter, brief: Brief) -> Written:
         if self._mode != "text":
             auto = self._mode is None
             try:
@@ -123,9 +80,9 @@ class Proposer:
                 self._mode = "text"
             else:
                 self._mode = "agent"
-                return components, rationale, "agent"
+                return Written(components, rationale, "agent")
         components, rationale = await run_text(meter, brief, self.config, self._rng)
-        return components, rationale, "text"
+        return Written(components, rationale, "text")
 
     async def aclose(self) -> None:
         """Close the model client."""

@@ -21,6 +21,11 @@ control-flow signals that are not failures (``BudgetExhausted``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # schemas.records imports this module (through schemas.protocol)
+    from schemas.records import ModelUsage
+
 __all__ = [
     "BudgetExhausted",
     "ContainerError",
@@ -117,14 +122,29 @@ class WorkspaceError(GepaError):
 
 
 class ProposerError(GepaError):
-    """The reflection model failed to produce a usable candidate."""
+    """The reflection model (or the proposer command) failed to produce a usable candidate.
+
+    ``reason`` is a short machine-readable tag of what went wrong: ``"error"`` for a failure
+    of the model or the command, a guard's tag (``"cut_off"``, ``"unchanged"``, ...) for a
+    ``ProposalRejected``. ``usage`` is what the failed proposal spent: the proposer that
+    raises it books it (a refusal is never free in the run's accounts); zero until then.
+    """
+
+    reason: str = "error"
+    usage: ModelUsage
+
+    def __init__(self, message: str = "", *, usage: ModelUsage | None = None) -> None:
+        from schemas.records import ModelUsage  # here: schemas.records imports this module
+
+        super().__init__(message)
+        self.usage = usage if usage is not None else ModelUsage()
 
 
 class ProposalRejected(ProposerError):
     """A proposal failed a guard; ``reason`` is a short machine-readable tag."""
 
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
+    def __init__(self, reason: str, message: str, *, usage: ModelUsage | None = None) -> None:
+        super().__init__(f"{reason}: {message}", usage=usage)
         self.reason = reason
 
 

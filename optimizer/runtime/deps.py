@@ -19,14 +19,23 @@ from optimizer.runtime.events import EventSink
 from optimizer.runtime.frontier import frontier_view
 from optimizer.runtime.state import SearchState
 from proposer import ComponentSpec, MergeRequest, Proposal, ProposalRequest
-from schemas import BudgetExhausted, RunConfig
+from schemas import BudgetExhausted, ModelUsage, RunConfig
 from workspace import Workspace
 
 __all__ = ["ProposerLike", "SearchDeps", "score_on_train"]
 
 
 class ProposerLike(Protocol):
-    """What the GEPA search needs of a proposer (``proposer.Proposer`` is one)."""
+    """What a run needs of a proposer (``proposer.Proposer`` and ``ExternalProposer`` are two).
+
+    The runtime never asks which one it has: it reads ``total_usage`` for the accounts and
+    calls ``aclose`` on a proposer it made (one given to it is the caller's to close).
+    """
+
+    @property
+    def total_usage(self) -> ModelUsage:
+        """Usage of every proposal so far, accepted or refused."""
+        ...
 
     async def propose(self, request: ProposalRequest) -> Proposal:
         """A new candidate from a parent and its minibatch results."""
@@ -34,6 +43,10 @@ class ProposerLike(Protocol):
 
     async def merge(self, request: MergeRequest) -> Proposal:
         """One candidate that keeps what two complementary candidates do well."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the proposer holds (a model client, a temporary folder)."""
         ...
 
 

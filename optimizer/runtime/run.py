@@ -48,13 +48,12 @@ from optimizer.runtime.promotion import Promotion, select_and_promote, selection
 from optimizer.runtime.state import SearchState
 from optimizer.runtime.strategy import Searches, SearchMethod, SearchStart, method_of
 from optimizer.runtime.tracking import mlflow_tracking
-from proposer import ComponentSpec, Proposer
+from proposer import ComponentSpec
 from proposer.client import reflection_api_key, run_reflection_is_local
-from proposer.external import ExternalProposer, command_secrets, proposer_for
+from proposer.external import command_secrets, proposer_for
 from schemas import (
     CandidateRecord,
     GepaError,
-    ModelUsage,
     Policy,
     Program,
     RunConfig,
@@ -94,11 +93,6 @@ class _Parts:
     proposer: ProposerLike
     state: SearchState
     base: CandidateRecord
-
-
-def _proposer_usage(proposer: ProposerLike) -> ModelUsage:
-    usage = getattr(proposer, "total_usage", None)
-    return usage if isinstance(usage, ModelUsage) else ModelUsage()
 
 
 class _Run:
@@ -215,7 +209,6 @@ class _Run:
             policy=RetryPolicy(
                 max_retries=cfg.max_retries,
                 base_delay_s=cfg.retry_base_delay_s,
-                rate_limit_wait_s=cfg.rate_limit_wait_s,
                 timeout_s=cfg.rollout_timeout_s,
             ),
             max_connections=max(cfg.concurrency * 2, 16),
@@ -310,9 +303,8 @@ class _Run:
                 baseline_holdout.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await baseline_holdout
-            proposer = parts.proposer
-            if self.proposer is None and isinstance(proposer, Proposer | ExternalProposer):
-                await proposer.aclose()
+            if self.proposer is None:  # made here (one given to the run is the caller's)
+                await parts.proposer.aclose()
         await self.events.emit(
             "search_stopped", {"reason": stop, "budget": parts.budget.snapshot()}
         )
@@ -345,7 +337,7 @@ class _Run:
             ),
             description=parts.program.description,
             checkpoint=checkpoint,
-            proposer_cost=lambda: _proposer_usage(parts.proposer).cost_usd,
+            proposer_cost=lambda: parts.proposer.total_usage.cost_usd,
             refresh_reserve=lambda: setattr(
                 budget, "reserve_final", selection_need(state, plan, base_id)
             ),
@@ -364,7 +356,7 @@ class _Run:
             baseline_id=parts.base.candidate_id,
             promotion=promotion,
             budget=parts.budget,
-            proposer_usage=_proposer_usage(parts.proposer),
+            proposer_usage=parts.proposer.total_usage,
             stop_reason=stop,
             started_at=self.started,
             plan=parts.plan,

@@ -64,6 +64,8 @@ def _student() -> Starlette:
 class Proposer:
     """GEPA: adds the hint to the system prompt. MIPRO: one instruction carries it."""
 
+    total_usage = ModelUsage()  # what the run books: nothing
+
     async def propose(self, request: ProposalRequest) -> Proposal:
         prompt = request.parent.components["system_prompt"]
         new = prompt if HINT in prompt else f"{prompt}\n{HINT}"
@@ -77,6 +79,9 @@ class Proposer:
 
     async def merge(self, request: object) -> Proposal:
         raise AssertionError("merges are off")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
     async def instructions(self, request: InstructionRequest) -> InstructionSet:
         made = (f"{request.baseline}\n{HINT}", f"{request.baseline}\nBe brief.")

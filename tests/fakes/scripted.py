@@ -123,6 +123,9 @@ class ScriptedProposer:
         """The event the n-th proposal waits for."""
         return self.holds.setdefault(n, asyncio.Event())
 
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
     async def propose(self, request: ProposalRequest) -> Proposal:
         self.seen.append(request)
         n = len(self.seen)

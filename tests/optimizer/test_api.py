@@ -51,6 +51,8 @@ def score(task: Task, result: AgentResult) -> float:
 class FakeProposer:
     """Instructions naming labels of the examples; mutations adding one missed label."""
 
+    total_usage = ModelUsage()  # what the run books: nothing (the tests count calls elsewhere)
+
     async def instructions(self, request: InstructionRequest) -> InstructionSet:
         labels = sorted({str(e.expected) for e in request.examples})
         made = tuple(
@@ -73,6 +75,9 @@ class FakeProposer:
 
     async def merge(self, request: object) -> Proposal:
         raise AssertionError("merges are off")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 def _config(**extra: Any) -> RunConfig:

@@ -154,6 +154,8 @@ def test_missing_optuna_is_a_user_error_with_the_install_command(
 class Instructions:
     """A fake instruction source: names labels seen in the examples, records requests."""
 
+    total_usage = ModelUsage()  # what the run books: nothing
+
     def __init__(self) -> None:
         self.requests: list[InstructionRequest] = []
 
@@ -171,6 +173,9 @@ class Instructions:
 
     async def merge(self, request: object) -> object:
         raise AssertionError("MIPRO never asks for a merge")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 async def _mipro_run(tmp: Path, seed: int) -> tuple[dict[str, Any], Instructions]:

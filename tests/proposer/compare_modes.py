@@ -77,8 +77,7 @@ async def run_mode(base_url: str, alias: str, mode: str) -> None:
     try:
         proposal = await proposer.propose(request)
     except ProposerError as exc:
-        usage = getattr(exc, "usage", None)
-        print(f"REJECTED ({type(exc).__name__}): {exc}\nusage: {usage}")
+        print(f"REJECTED ({type(exc).__name__}): {exc}\nusage: {exc.usage}")
     else:
         print(
             f"mode used: {proposal.mode}; rationale: {proposal.rationale}\nusage: {proposal.usage}"

@@ -156,7 +156,7 @@ async def test_step_limit_without_submit_is_rejected(api) -> None:
     assert len(script.requests) == 3
     # The model was told before its last turn.
     assert "last turn" in script.requests[2]["messages"][-1]["content"]
-    assert info.value.usage.calls == 3  # type: ignore[attr-defined]
+    assert info.value.usage.calls == 3
 
 
 async def test_total_token_budget_stops_the_loop(api) -> None:

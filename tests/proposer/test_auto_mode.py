@@ -83,4 +83,4 @@ async def test_explicit_agent_mode_does_not_fall_back(api) -> None:
     with pytest.raises(ToolsUnsupported) as info:
         await proposer.propose(banking_request())
     assert proposer.mode == "agent" and len(script.requests) == 1
-    assert info.value.usage.calls == 0  # type: ignore[attr-defined]
+    assert info.value.usage.calls == 0

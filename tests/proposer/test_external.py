@@ -173,7 +173,7 @@ async def test_an_agent_that_changes_nothing_is_refused_and_its_usage_is_unknown
         await proposer.propose(banking_request())
     assert caught.value.reason == "unchanged"
     unknown = ModelUsage(calls=1, usage_unknown=1, cost_unknown=1)
-    assert caught.value.usage == unknown  # type: ignore[attr-defined]
+    assert caught.value.usage == unknown
     assert proposer.total_usage == unknown  # not a measured zero
 
 
@@ -241,7 +241,7 @@ async def test_a_command_over_its_time_is_killed_with_its_process_group(tmp_path
         await proposer.propose(banking_request())
     assert time.monotonic() - started < 10
     assert caught.value.reason == "timeout" and "--proposer-timeout" in str(caught.value)
-    assert caught.value.usage.usage_unknown == 1  # type: ignore[attr-defined]
+    assert caught.value.usage.usage_unknown == 1
     pid = int((only_folder(tmp_path) / "logs" / "helper.pid").read_text())
     assert _gone(pid), f"helper {pid} outlived the proposal"
 

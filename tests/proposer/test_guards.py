@@ -34,7 +34,7 @@ async def test_rejections_carry_reason_and_usage(api, answer, finish, reason) ->
     with pytest.raises(ProposalRejected) as info:
         await proposer.propose(banking_request())
     assert info.value.reason == reason
-    usage = info.value.usage  # type: ignore[attr-defined]
+    usage = info.value.usage
     # A cut-off answer and one without a block are asked for once more.
     calls = 2 if reason in ("cut_off", "no_submission") else 1
     assert (usage.calls, usage.input_tokens, usage.output_tokens) == (
@@ -55,7 +55,7 @@ async def test_unchanged_answer_is_pushed_back_once_then_rejected(api) -> None:
     with pytest.raises(ProposalRejected) as info:
         await proposer.propose(banking_request())
     assert info.value.reason == "unchanged"
-    usage = info.value.usage  # type: ignore[attr-defined]
+    usage = info.value.usage
     assert (usage.calls, usage.input_tokens, usage.output_tokens) == (2, 650, 80)
     second = script.requests[1]["messages"]
     assert second[-1]["content"].startswith("Your new text is identical")
@@ -123,7 +123,7 @@ async def test_a_failed_call_still_counts_earlier_steps(api) -> None:
     with pytest.raises(Exception) as info:
         await proposer.propose(banking_request())
     assert type(info.value).__name__ == "ProposerError"
-    assert info.value.usage.input_tokens == 500  # type: ignore[attr-defined]
+    assert info.value.usage.input_tokens == 500
     assert proposer.total_usage.input_tokens == 500
 
 

@@ -150,7 +150,7 @@ async def test_a_block_that_echoes_the_request_is_rejected(api) -> None:
     with pytest.raises(ProposalRejected) as info:
         await make_proposer(mode="text").propose(banking_request())
     assert info.value.reason == "no_submission" and "copies the request" in str(info.value)
-    assert info.value.usage.calls == 2  # type: ignore[attr-defined]  # pushed back once
+    assert info.value.usage.calls == 2  # pushed back once
 
 
 async def test_only_target_components_change_and_others_are_shown_read_only(api) -> None:
