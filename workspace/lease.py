@@ -1,11 +1,14 @@
 """Run leases: the one process executing a run, so that two never execute it at once.
 
 A process that executes a run holds the run's row in ``leases``: its host, pid, when it took
-the lease and a heartbeat it renews every ``HEARTBEAT_S`` seconds. Another process that wants
-to execute the same run is refused while the holder is live, and told who holds it. A lease
-is stale, and taken over, when its holder is a pid that no longer runs on this host, or when
-its heartbeat is older than ``LEASE_TIMEOUT_S`` (a holder on another host that died, a
-frozen process, a pid reused by another program). A holder whose lease was taken over that
+the lease, the timeout it promised to beat within (``LEASE_TIMEOUT_S`` unless the store was
+opened with another: ``GEPA_LEASE_TIMEOUT``) and a heartbeat it renews every sixth of that
+(``HEARTBEAT_S`` for the default). Another process that wants to execute the same run is
+refused while the holder is live, and told who holds it. A lease is stale, and taken over,
+when its holder is a pid that no longer runs on this host, or when its heartbeat is older
+than the holder's timeout (a holder on another host that died, a frozen process, a pid
+reused by another program). Each lease carries its own timeout, so processes that share a
+PostgreSQL store judge a holder by what it promised, whatever their own setting. A holder whose lease was taken over that
 way finds out at its next heartbeat (its token no longer matches) and stops.
 
 A random token, not (host, pid), names the holder: one process may execute several runs
@@ -53,6 +56,12 @@ class Lease:
     pid: int
     acquired_at: float
     heartbeat_at: float
+    timeout_s: float = LEASE_TIMEOUT_S  # the holder beats at least this often
+
+    @property
+    def every_s(self) -> float:
+        """How often the holder renews the heartbeat: a sixth of its timeout, 10 s at most."""
+        return min(HEARTBEAT_S, self.timeout_s / 6)
 
     def describe(self, now: float | None = None) -> str:
         """``pid 123 on host h since 2026-01-02 10:00:00 (last heartbeat 3 s ago)``."""
@@ -75,10 +84,10 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def new_lease(run_id: str, now: float | None = None) -> Lease:
-    """A lease of ``run_id`` for this process."""
+def new_lease(run_id: str, now: float | None = None, timeout_s: float = LEASE_TIMEOUT_S) -> Lease:
+    """A lease of ``run_id`` for this process that promises a heartbeat within ``timeout_s``."""
     now = time.time() if now is None else now
-    return Lease(run_id, secrets.token_hex(8), this_host(), os.getpid(), now, now)
+    return Lease(run_id, secrets.token_hex(8), this_host(), os.getpid(), now, now, timeout_s)
 
 
 def pid_alive(pid: int) -> bool:
@@ -97,10 +106,14 @@ def pid_alive(pid: int) -> bool:
         return True  # no /proc (macOS): trust kill(0)
 
 
-def stale_reason(lease: Lease, *, now: float, timeout_s: float = LEASE_TIMEOUT_S) -> str | None:
-    """Why ``lease`` may be taken over, or ``None`` while its holder is live."""
+def stale_reason(lease: Lease, *, now: float, timeout_s: float | None = None) -> str | None:
+    """Why ``lease`` may be taken over, or ``None`` while its holder is live.
+
+    ``timeout_s`` overrides the holder's own timeout (a stricter judge, e.g. in a test).
+    """
     if lease.host == this_host() and not pid_alive(lease.pid):
         return f"pid {lease.pid} is no longer running on {lease.host}"
+    timeout_s = lease.timeout_s if timeout_s is None else timeout_s
     age = now - lease.heartbeat_at
     if age > timeout_s:
         return f"no heartbeat for {age:.0f} s (the limit is {timeout_s:.0f} s)"
@@ -108,10 +121,11 @@ def stale_reason(lease: Lease, *, now: float, timeout_s: float = LEASE_TIMEOUT_S
 
 
 def leased_message(
-    holder: Lease, *, now: float | None = None, timeout_s: float = LEASE_TIMEOUT_S
+    holder: Lease, *, now: float | None = None, timeout_s: float | None = None
 ) -> str:
     """Why a run cannot be executed here: who holds it and what to do."""
     where = "" if holder.host == this_host() else f" on {holder.host}"
+    timeout_s = holder.timeout_s if timeout_s is None else timeout_s
     return (
         f"run {holder.run_id} is being run by {holder.describe(now)}; wait for it to finish "
         f"(follow it with `gepa-runtime runs show {holder.run_id}`), or stop it (kill "
@@ -120,7 +134,7 @@ def leased_message(
     )
 
 
-_COLUMNS = "run_id, token, host, pid, acquired_at, heartbeat_at"
+_COLUMNS = "run_id, token, host, pid, acquired_at, heartbeat_at, timeout_s"
 
 
 async def fetch_lease(conn: Conn, run_id: str) -> Lease | None:
@@ -129,19 +143,29 @@ async def fetch_lease(conn: Conn, run_id: str) -> Lease | None:
     if not rows:
         return None
     row = rows[0]
+    timeout_s = LEASE_TIMEOUT_S if row["timeout_s"] is None else float(row["timeout_s"])
     return Lease(
         row["run_id"], row["token"], row["host"], int(row["pid"]),
-        float(row["acquired_at"]), float(row["heartbeat_at"]),
+        float(row["acquired_at"]), float(row["heartbeat_at"]), timeout_s,
     )  # fmt: skip
 
 
 async def put_lease(conn: Conn, lease: Lease) -> None:
     """Store ``lease`` as the run's lease, replacing any other."""
     await conn.execute(
-        f"INSERT INTO leases ({_COLUMNS}) VALUES (?,?,?,?,?,?) ON CONFLICT (run_id) DO UPDATE "
+        f"INSERT INTO leases ({_COLUMNS}) VALUES (?,?,?,?,?,?,?) ON CONFLICT (run_id) DO UPDATE "
         "SET token = excluded.token, host = excluded.host, pid = excluded.pid, "
-        "acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at",
-        (lease.run_id, lease.token, lease.host, lease.pid, lease.acquired_at, lease.heartbeat_at),
+        "acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, "
+        "timeout_s = excluded.timeout_s",
+        (
+            lease.run_id,
+            lease.token,
+            lease.host,
+            lease.pid,
+            lease.acquired_at,
+            lease.heartbeat_at,
+            lease.timeout_s,
+        ),  # fmt: skip
     )
 
 

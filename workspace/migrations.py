@@ -189,7 +189,15 @@ _V5 = Migration(
     ("ALTER TABLE rollouts ADD COLUMN trace_id TEXT",),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5)
+# The timeout a lease's holder promised to heartbeat within (NULL: the default, 60 s), so a
+# store shared by processes with different settings judges each holder by its own promise.
+_V6 = Migration(
+    6,
+    "leases.timeout_s: each holder's own lease timeout",
+    ("ALTER TABLE leases ADD COLUMN timeout_s REAL",),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

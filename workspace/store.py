@@ -69,6 +69,8 @@ class Workspace:
     or a ``postgresql://`` URL (a :class:`DatabaseURL` or its text). With PostgreSQL,
     ``root`` becomes the local run-files folder: ``run_files``, else ``$GEPA_RUN_FILES``,
     else ``./.gepa`` (see :mod:`workspace.files`); ``pool_size`` bounds its connections.
+    ``lease_timeout_s`` (else ``$GEPA_LEASE_TIMEOUT``, else 60) is how long a run this
+    process executes may go without a heartbeat before another process takes it over.
     ``readonly=True`` opens an existing store for another process (the console); every
     write then raises ``WorkspaceError``. Always close it (``async with``): the SQLite
     connection's worker thread or the PostgreSQL pool would keep the process alive.
@@ -83,6 +85,7 @@ class Workspace:
         busy_timeout_s: float = 10.0,
         run_files: str | os.PathLike[str] | None = None,
         pool_size: int = 8,
+        lease_timeout_s: float | None = None,
     ) -> None:
         if trace_cap_bytes < MIN_TRACE_CAP:
             raise UserError(
@@ -90,6 +93,7 @@ class Workspace:
             )
         self.trace_cap_bytes = trace_cap_bytes
         self.readonly = readonly
+        self.lease_timeout_s = _lease_timeout(lease_timeout_s)
         target = workspace_target(root)
         self._db: Database | PostgresDatabase
         self._files: RunFiles
@@ -210,11 +214,13 @@ class Workspace:
     # leases: the one process executing a run (see workspace.lease)
 
     async def acquire_lease(
-        self, run_id: str, *, timeout_s: float = LEASE_TIMEOUT_S
+        self, run_id: str, *, timeout_s: float | None = None
     ) -> tuple[Lease, Takeover | None]:
         """Take the run's lease for this process; the stale lease it replaced, if any.
 
         A live lease of another holder is ``RunLeased``, naming it (pid, host, since when).
+        The holder is judged by its own timeout (``timeout_s`` overrides it); the new lease
+        promises a heartbeat within :attr:`lease_timeout_s`.
         """
         async with self._db.write() as conn:
             # Locked: two processes that both find the lease stale must not both take it.
@@ -227,7 +233,7 @@ class Workspace:
                 if reason is None:
                     raise RunLeased(leased_message(current, now=now, timeout_s=timeout_s))
                 takeover = Takeover(current, reason)
-            lease = new_lease(run_id, now)
+            lease = new_lease(run_id, now, self.lease_timeout_s)
             await put_lease(conn, lease)
         return lease, takeover
 
@@ -241,10 +247,8 @@ class Workspace:
         async with self._db.write() as conn:
             await drop_lease(conn, lease)
 
-    async def lease_holder(
-        self, run_id: str, *, timeout_s: float = LEASE_TIMEOUT_S
-    ) -> Lease | None:
-        """The live lease of ``run_id`` (``None`` when free or stale)."""
+    async def lease_holder(self, run_id: str, *, timeout_s: float | None = None) -> Lease | None:
+        """The live lease of ``run_id`` (``None`` when free or stale by its own timeout)."""
         async with self._db.read() as conn:
             current = await fetch_lease(conn, run_id)
         if current is None or stale_reason(current, now=time.time(), timeout_s=timeout_s):
@@ -451,6 +455,23 @@ class Workspace:
         host's run gets its files copied from the database. Returns the folder.
         """
         return await self._files.checkout(run_id)
+
+
+def _lease_timeout(given: float | None) -> float:
+    """``given``, else ``$GEPA_LEASE_TIMEOUT`` (seconds), else ``LEASE_TIMEOUT_S``."""
+    raw = os.environ.get("GEPA_LEASE_TIMEOUT") if given is None else str(given)
+    if not raw:
+        return LEASE_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 1.0 <= value <= 86400.0:
+        raise UserError(
+            f"GEPA_LEASE_TIMEOUT / lease_timeout_s {raw!r}: give the seconds after which a run "
+            "whose process stopped beating is taken over, from 1 to 86400 (default 60)"
+        )
+    return value
 
 
 def _postgres(url: DatabaseURL, *, readonly: bool, pool_size: int) -> PostgresDatabase:

@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from schemas import WorkspaceError
-from workspace import HEARTBEAT_S, LEASE_TIMEOUT_S, Lease, Takeover, Workspace
+from workspace import HEARTBEAT_S, Lease, Takeover, Workspace
 
 __all__ = ["HeldLease", "hold_lease"]
 
@@ -43,11 +43,12 @@ async def hold_lease(
 ) -> AsyncIterator[HeldLease]:
     """Hold the lease of ``run_id`` for the body; the calling task is cancelled if it is lost.
 
-    ``every_s`` and ``timeout_s`` default to ``HEARTBEAT_S`` and ``LEASE_TIMEOUT_S``.
+    The lease promises a heartbeat within the workspace's ``lease_timeout_s`` and beats
+    every sixth of it (``HEARTBEAT_S`` at most) unless ``every_s`` is given; ``timeout_s``
+    judges a current holder more strictly than its own timeout.
     """
-    every_s = HEARTBEAT_S if every_s is None else every_s
-    timeout_s = LEASE_TIMEOUT_S if timeout_s is None else timeout_s
     lease, takeover = await workspace.acquire_lease(run_id, timeout_s=timeout_s)
+    every_s = min(HEARTBEAT_S, lease.every_s) if every_s is None else every_s
     held = HeldLease(lease, takeover)
     owner = asyncio.current_task()
     assert owner is not None  # called from a coroutine
@@ -67,7 +68,7 @@ async def _heartbeat(
     held: HeldLease,
     owner: asyncio.Task[object],
     every_s: float,
-    timeout_s: float,
+    timeout_s: float | None,
 ) -> None:
     while True:
         await asyncio.sleep(every_s)

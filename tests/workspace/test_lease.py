@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from schemas import RunConfig, RunLeased
+from schemas import RunConfig, RunLeased, UserError
 from tests.workspace.conftest import Store
 from workspace import Workspace
 from workspace.lease import pid_alive
@@ -152,3 +152,29 @@ async def test_two_openers_racing_for_a_free_run_get_one_lease(store: Store) -> 
             assert await a.lease_holder(run_id) == lease
             # Next round: the holder died (its heartbeat is long gone) and both race again.
             _set_lease(store, run_id, host="gone-host", heartbeat_at=time.time() - 3600)
+
+
+async def test_a_holder_is_judged_by_the_timeout_it_promised(store: Store) -> None:
+    """Processes sharing a store may run with different lease timeouts: each lease carries
+    its holder's, and every other process judges the holder by that one."""
+    async with store.open(lease_timeout_s=5) as quick, store.open() as patient:
+        assert patient.lease_timeout_s == 60
+        run_id = (await quick.create_run(RunConfig())).run_id
+        lease, _ = await quick.acquire_lease(run_id)
+        assert (lease.timeout_s, lease.every_s) == (5, 5 / 6)
+        _set_lease(store, run_id, host="build-box-7", heartbeat_at=time.time() - 10)
+        assert await patient.lease_holder(run_id) is None  # 10 s > the 5 s it promised
+        taken, takeover = await patient.acquire_lease(run_id)
+        assert takeover is not None and "the limit is 5 s" in takeover.reason
+        assert (await quick.lease_holder(run_id)) == taken and taken.timeout_s == 60
+        # A slow holder (it promised 60 s) is live for a judge whose own setting is 5 s.
+        _set_lease(store, run_id, host="build-box-7", heartbeat_at=time.time() - 30)
+        with pytest.raises(RunLeased, match="without a heartbeat for 60 s is taken over"):
+            await quick.acquire_lease(run_id)
+
+
+@pytest.mark.parametrize("raw", ["0", "abc", "-5", "100000"])
+def test_a_bad_lease_timeout_names_the_range(monkeypatch, raw: str) -> None:
+    monkeypatch.setenv("GEPA_LEASE_TIMEOUT", raw)
+    with pytest.raises(UserError, match="from 1 to 86400"):
+        Workspace(".gepa-never-created")

@@ -134,7 +134,8 @@ _V1 = Migration(
             host         TEXT NOT NULL,
             pid          INTEGER NOT NULL,
             acquired_at  {_TIME},
-            heartbeat_at {_TIME}
+            heartbeat_at {_TIME},
+            timeout_s    DOUBLE PRECISION
         )""",
         f"""CREATE TABLE run_files (
             run_id     TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
