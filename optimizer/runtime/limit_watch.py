@@ -66,7 +66,7 @@ class LimitWatch:
         self._period = period_s
         self._shown: tuple[Any, ...] | None = None
         self._notices: dict[str, float] = {}  # url -> the wait that earns the next notice
-        self._since: dict[str, float] = {}  # url -> the wait already announced
+        self._since: dict[str, float] = {}  # url -> its wait so far, once announced
 
     async def run(self) -> None:
         """Look every ``period_s`` until cancelled."""
@@ -100,12 +100,14 @@ class LimitWatch:
                     "warning",
                     {
                         "message": f"the container's rate limit at {url} cleared after "
-                        f"waiting over {since:.0f} s; the concurrency limit climbs back "
+                        f"{since:.0f} s or a little more; the concurrency limit climbs back "
                         f"toward {self._concurrency}",
                         "rate_limit": {"url": url, "cleared": True},
                     },
                 )
             return
+        if url in self._since:
+            self._since[url] = waited
         if waited < self._notices.setdefault(url, NOTICE_S[0]):
             return
         self._notices[url] = _next_notice(waited)

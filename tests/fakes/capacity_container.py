@@ -12,7 +12,9 @@ simulate:
 - ``--latency S``: each rollout takes S seconds (a latency-bound agent);
 - ``--limited-for S``: from its first rollout on, every rollout is answered 429 for S
   seconds (a rate limit that takes a while to clear);
-- ``GET /stats``: what it accepted, refused, and at most had in flight.
+- ``GET /stats``: what it accepted, refused, and at most had in flight; with
+  ``?timeline=1`` also ``[time.monotonic(), status]`` of every rollout answered (the
+  clock every process of the machine shares, so a test can cut windows out of it).
 
 Every replica started with the same data serves the same program fingerprint. A score
 depends only on (prompt, seed), never on which replica answered or when.
@@ -40,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 BASELINE = "Answer with the label."
 
 
-def _program() -> tuple[dict[str, Any], dict[str, str]]:
+def load_program() -> tuple[dict[str, Any], dict[str, str]]:
     rows = [json.loads(line) for line in (HERE / "toy_data.jsonl").read_text().splitlines()]
     splits = json.loads((HERE / "toy_splits.json").read_text())
     labels = {row["name"]: str(row["expected"]) for row in rows}
@@ -64,9 +66,10 @@ def create_app(
     limited_for: float = 0.0,
 ) -> Starlette:
     """The app; see the module docstring for what each setting does."""
-    program, labels = _program()
+    program, labels = load_program()
     stats: dict[str, Any] = {"accepted": 0, "rejected": 0, "in_flight": 0, "max_in_flight": 0}
     first: list[float] = []
+    timeline: list[tuple[float, int]] = []
     busy = {"n": 0}
     refusal = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
 
@@ -77,10 +80,13 @@ def create_app(
         return JSONResponse(program)
 
     async def get_stats(request: Request) -> JSONResponse:
+        if request.query_params.get("timeline"):
+            return JSONResponse({**stats, "timeline": timeline})
         return JSONResponse(stats)
 
     def refuse(message: str) -> JSONResponse:
         stats["rejected"] += 1
+        timeline.append((time.monotonic(), 429))
         error = {"type": "RateLimited", "message": message}
         return JSONResponse({"error": error}, status_code=429, headers=refusal)
 
@@ -102,7 +108,8 @@ def create_app(
             busy["n"] -= 1
             stats["in_flight"] = busy["n"]
         stats["accepted"] += 1
-        return JSONResponse(_answer(body, labels, latency))
+        timeline.append((time.monotonic(), 200))
+        return JSONResponse(answer(body, labels, latency))
 
     return Starlette(
         routes=[
@@ -114,7 +121,7 @@ def create_app(
     )
 
 
-def _answer(body: dict[str, Any], labels: dict[str, str], latency: float) -> dict[str, Any]:
+def answer(body: dict[str, Any], labels: dict[str, str], latency: float) -> dict[str, Any]:
     seed = str(body["seed"])
     if seed not in labels:
         return {"reward": 0.0, "error": f"unknown seed {seed!r}"}

@@ -9,6 +9,7 @@ skip naming the package, unless ``GEPA_REQUIRE_HAPROXY=1`` (CI), which makes tha
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -25,7 +26,13 @@ from typing import Any, NoReturn
 import httpx
 import pytest
 
+from optimizer.runtime.budget import Budget
+from optimizer.runtime.client import ContainerClient, RetryPolicy
+from optimizer.runtime.dispatch import RolloutQueue
+from optimizer.runtime.events import EventSink
+from schemas import RunConfig
 from tests.fakes.servers import FAKES, ROOT, free_port, wait_http
+from workspace import Workspace
 
 HAPROXY_CONFIG = """\
 global
@@ -113,9 +120,10 @@ class Replica:
     url: str
     proc: subprocess.Popen[bytes]
 
-    def stats(self) -> dict[str, Any]:
-        """Its ``GET /stats``."""
-        return dict(httpx.get(f"{self.url}/stats", timeout=5).json())
+    def stats(self, *, timeline: bool = False) -> dict[str, Any]:
+        """Its ``GET /stats`` (with every answer's time and status when ``timeline``)."""
+        query = "?timeline=1" if timeline else ""
+        return dict(httpx.get(f"{self.url}/stats{query}", timeout=5).json())
 
     def kill(self) -> None:
         """``kill -9``: in-flight rollouts lose their connection, nothing is answered."""
@@ -170,3 +178,88 @@ def wait_until(predicate: Any, timeout: float, what: str) -> None:
             return
         time.sleep(0.02)
     raise TimeoutError(f"{what} did not happen within {timeout:g} s")
+
+
+LABELS = ("cow", "cat", "dog", "owl", "bee", "fox", "pig", "hen", "eel", "ant", "yak", "elk")
+
+
+def prompt(i: int) -> str:
+    """Candidate ``i`` of a queue run: the baseline naming a subset of the labels (its bits)."""
+    named = [label for bit, label in enumerate(LABELS) if (i + 1) >> bit & 1]
+    return f"Answer with the label. Known labels: {', '.join(named)}. Variant {i}."
+
+
+@dataclass
+class QueueRun:
+    """What ``run_queue`` measured."""
+
+    elapsed: float
+    paid: int
+    errors: int
+    retries: int
+    rewards: dict[tuple[str, str], float | None]  # (candidate, seed) -> reward
+    samples: list[tuple[float, int, int]]  # (seconds, paid so far, limit summed over URLs)
+
+
+async def run_queue(
+    urls: list[str],
+    workdir: Path,
+    *,
+    concurrency: int,
+    candidates: int,
+    limits: Any = None,
+    on_sample: Any = None,
+    sample_s: float = 0.05,
+    retry_base_delay_s: float = 0.05,
+) -> QueueRun:
+    """``candidates`` candidates on every seed of the capacity container, all queued at once
+    through the real ``RolloutQueue`` and ``ContainerClient``; ``on_sample(seconds, paid,
+    limit)`` is called every ``sample_s`` (e.g. to kill a replica mid-run)."""
+    async with Workspace(workdir) as ws:
+        run = await ws.create_run(RunConfig(containers=urls))
+        policy = RetryPolicy(base_delay_s=retry_base_delay_s)
+        client = ContainerClient(
+            urls, limits=limits, policy=policy, max_connections=concurrency * 2
+        )
+        await client.check_health()
+        program = await client.program()
+        seeds = [*program.seeds.train, *program.seeds.holdout]
+        budget = Budget()
+        samples: list[tuple[float, int, int]] = []
+        queue = RolloutQueue(
+            client=client,
+            workspace=ws,
+            run_id=run.run_id,
+            program=program,
+            budget=budget,
+            events=EventSink(ws, run.run_id),
+            concurrency=concurrency,
+        )
+        started = time.perf_counter()
+
+        async def sample() -> None:
+            while True:
+                now = time.perf_counter() - started
+                limit = sum(v["limit"] or 0 for v in client.limits_view())
+                samples.append((now, budget.paid, limit))
+                if on_sample is not None:
+                    on_sample(now, budget.paid, limit)
+                await asyncio.sleep(sample_s)
+
+        async with queue:
+            sampler = asyncio.create_task(sample())
+            results = await asyncio.gather(
+                *(
+                    queue.evaluate(f"c{i}", {"system_prompt": prompt(i)}, seeds)
+                    for i in range(candidates)
+                )
+            )
+            elapsed = time.perf_counter() - started
+            sampler.cancel()
+        await client.aclose()
+    rewards = {
+        (f"c{i}", seed): result.reward
+        for i, by_seed in enumerate(results)
+        for seed, result in by_seed.items()
+    }
+    return QueueRun(elapsed, budget.paid, budget.errors, budget.retries, rewards, samples)
