@@ -39,8 +39,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     parser.add_argument(
         "spec",
+        nargs="?",
         metavar="MODULE[:TARGET]",
         help="dotted module or .py file; TARGET is needed if it has several targets",
+    )
+    parser.add_argument(
+        "--dspy",
+        metavar="MODULE:PROGRAM",
+        default=env("GEPA_DSPY_PROGRAM"),
+        help="serve a DSPy program instead (the [dspy] extra; see container.dspy), with "
+        "--metric and --dataset (env GEPA_DSPY_PROGRAM)",
+    )
+    parser.add_argument(
+        "--metric",
+        metavar="MODULE:FUNCTION",
+        default=env("GEPA_DSPY_METRIC"),
+        help="with --dspy: the DSPy metric, metric(gold, pred) -> score or "
+        "dspy.Prediction(score=, feedback=) (env GEPA_DSPY_METRIC)",
+    )
+    parser.add_argument(
+        "--search-demos",
+        action="store_true",
+        help="with --dspy: each predictor's demos are a component too",
     )
     parser.add_argument(
         "--dataset",
@@ -85,6 +105,22 @@ def _run(args: argparse.Namespace) -> int:
         ) from None
     if not 0 <= port <= 65535:
         raise UserError(f"--port must be in 0..65535, got {port}")
+    if args.dspy:
+        from container.dspy import dspy_app_from_specs
+
+        app = dspy_app_from_specs(
+            args.dspy,
+            metric_spec=args.metric,
+            dataset=args.dataset,
+            splits=args.splits_file,
+            search_demos=args.search_demos,
+            token=args.token or None,
+        )
+        program_id = app.state.served.program.program_id
+        asyncio.run(serve(app, program_id, host=args.host, port=port, log_level=args.log_level))
+        return 0
+    if not args.spec:
+        raise UserError("give MODULE[:TARGET] to serve, or --dspy MODULE:PROGRAM")
     target = load_target(args.spec)
     app = create_app(
         target,

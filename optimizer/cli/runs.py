@@ -39,6 +39,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     export = commands.add_parser("export", help="evidence packet + candidates + trials as one JSON")
     export.add_argument("run_id")
     export.add_argument("--output", "-o", default=None, help="write to FILE instead of stdout")
+    export.add_argument(
+        "--dspy",
+        metavar="FILE.json",
+        default=None,
+        help="instead: write the best candidate of a DSPy container's run with DSPy's save "
+        "(load it with program.load(FILE.json); needs the [dspy] extra)",
+    )
     delete = commands.add_parser("delete", help="delete a run that is not running, and its folder")
     delete.add_argument("run_id")
     for command, func in ((listing, _list), (show, _show), (export, _export), (delete, _delete)):
@@ -191,6 +198,9 @@ async def export_run(ws: Workspace, run_id: str) -> dict[str, Any]:
 
 
 def _export(args: argparse.Namespace) -> int:
+    if args.dspy:
+        return _export_dspy(args)
+
     async def build() -> dict[str, Any]:
         async with _open(args) as ws:
             return await export_run(ws, args.run_id)
@@ -206,6 +216,29 @@ def _export(args: argparse.Namespace) -> int:
         )
     else:
         print(text)
+    return 0
+
+
+def _export_dspy(args: argparse.Namespace) -> int:
+    """The best candidate of the run, saved as DSPy saves a program's state."""
+    from container.dspy import save_components
+
+    async def best() -> dict[str, Any] | None:
+        async with _open(args) as ws:
+            await ws.get_run(args.run_id)
+            return await _evidence(ws, args.run_id)
+
+    packet = asyncio.run(best())
+    if packet is None:
+        raise UserError(
+            f"run {args.run_id} has no evidence yet: finish it first (optimize run {args.run_id})"
+        )
+    save_components(packet["best"]["components"], args.dspy)
+    print(
+        f"wrote {args.dspy}: candidate {packet['best']['candidate_id']} of run {args.run_id} "
+        "(load it with program.load)",
+        file=sys.stderr,
+    )
     return 0
 
 
