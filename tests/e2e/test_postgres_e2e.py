@@ -39,13 +39,23 @@ def reflection_url() -> Iterator[str]:
         yield f"{url}/v1"
 
 
-def _other_host(name: str) -> list[str]:
-    """A command prefix that runs the command under hostname ``name``; a skip if impossible."""
+def _host_prefix(name: str) -> list[str] | None:
+    """A command prefix that runs the command under hostname ``name``, if this user may."""
     unshare = shutil.which("unshare")
-    probe = [unshare, "--uts", "true"] if unshare else None
-    if probe is None or subprocess.run(probe, capture_output=True).returncode != 0:
+    if (
+        unshare is None
+        or subprocess.run([unshare, "--uts", "true"], capture_output=True).returncode
+    ):
+        return None
+    return [unshare, "--uts", "sh", "-c", f'hostname {name} && exec "$@"', "sh"]
+
+
+def _other_host(name: str) -> list[str]:
+    """:func:`_host_prefix`, or a skip where this user may not make a hostname (not root)."""
+    prefix = _host_prefix(name)
+    if prefix is None:
         pytest.skip("unshare --uts is not permitted here (needs root): cannot fake another host")
-    return [str(unshare), "--uts", "sh", "-c", f'hostname {name} && exec "$@"', "sh"]
+    return prefix
 
 
 def _flags(container: str, reflection: str, store: str, budget: int = 400) -> list[str]:
@@ -144,7 +154,9 @@ def test_two_hosts_share_runs_the_cache_and_the_console(
         serve_process(store) as (console, _),  # type: ignore[arg-type]
     ):
         host_a = _start(_flags(toy, reflection_url, store), tmp_path / "host-a")
-        host_b = _start(_flags(other, reflection_url, store), tmp_path / "host-b")
+        host_b = _start(
+            _flags(other, reflection_url, store), tmp_path / "host-b", _host_prefix("gepa-b")
+        )
         procs = [host_a, host_b]
         try:
             _wait(lambda: len(_runs(store)) == 2, procs, "both runs exist")
