@@ -378,25 +378,20 @@ class ContainerClient:
             where = f"POST {endpoint.url}/rollout (seed {body.seed!r})"
             status: int | None = None
             retry_after: float | None = None
+            slot: Ticket | None = ticket
             try:
                 async with contextlib.AsyncExitStack() as held:
                     status, content, complete, retry_after = await self._post(
                         endpoint, body.content, held, lane
                     )
+                    # Answered: the container is free again, before the answer is parsed.
+                    endpoint.limit.settle(ticket, status, time.monotonic(), retry_after)
+                    slot = None
                     if status == 200:
-                        endpoint.limit.failures = 0
-                        response, trace, truncated = await self._checked(
+                        parsed = await self._checked(
                             content, complete, where, tries.attempts, reward_range, trace_cap_bytes
                         )
-                        return RolloutOutcome(
-                            response=response,
-                            attempts=tries.attempts,
-                            latency_ms=(time.perf_counter() - started) * 1000,
-                            url=endpoint.url,
-                            trace=trace,
-                            trace_truncated=truncated,
-                            body_bytes=len(content),
-                        ), tries.attempts - 1
+                        return self._outcome(parsed, endpoint, tries, started, len(content))
             except httpx.HTTPError as exc:
                 tries.reason, tries.last = self._broken(endpoint, exc)
                 refused = isinstance(exc, httpx.ConnectError) and self._another_up(endpoint)
@@ -405,12 +400,28 @@ class ContainerClient:
                 tries.reason = "status"
                 refused = False
             finally:
-                endpoint.limit.settle(ticket, status, time.monotonic(), retry_after)
+                if slot is not None:  # no answer (or cancelled): the slot is freed all the same
+                    endpoint.limit.settle(slot, None, time.monotonic())
             tries.status = status
             if not refused:  # refused: nothing reached it; another URL gets it at once
                 await asyncio.sleep(
                     self._wait_before_retry(endpoint, body.seed, tries, retry_after)
                 )
+
+    def _outcome(
+        self, parsed: ParsedRollout, endpoint: _Endpoint, tries: _Tries, started: float, size: int
+    ) -> tuple[RolloutOutcome, int]:
+        response, trace, truncated = parsed
+        outcome = RolloutOutcome(
+            response=response,
+            attempts=tries.attempts,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            url=endpoint.url,
+            trace=trace,
+            trace_truncated=truncated,
+            body_bytes=size,
+        )
+        return outcome, tries.attempts - 1
 
     def _wait_before_retry(
         self, endpoint: _Endpoint, seed: str, tries: _Tries, retry_after: float | None
@@ -436,12 +447,14 @@ class ContainerClient:
 
     def _broken(self, endpoint: _Endpoint, exc: httpx.HTTPError) -> tuple[str, str]:
         """A request that got no answer: (failure kind, description); a refused or dropped
-        connection rests the endpoint for 1, 2, 4 ... 30 s (doubling while it keeps failing)."""
+        connection rests the endpoint for 1, 2, 4 ... 30 s (doubling while it keeps failing),
+        then one request at a time tries it until it answers again."""
         reason = self._fault(exc)
         limit = endpoint.limit
         limit.failures += 1
         if reason == "connection":
             limit.down_until = time.monotonic() + min(30.0, 2.0 ** (limit.failures - 1))
+            limit.refusing = True
         return reason, _describe_error(exc)
 
     def _unanswered(self, url: str, where: str, status: int, content: bytes | bytearray) -> str:

@@ -22,7 +22,8 @@ rollouts at once, ``--concurrency 32`` at a fixed limit had 72% of its requests 
   the cut holds the others back meanwhile.
 
 The limit also keeps what the client's routing reads: the rollouts in flight (across
-runs), connection failures and how long the endpoint rests after them, and since when it
+runs), requests that got no answer, how long the endpoint rests after a refused connection
+(and that it then takes one request at a time until it answers again), and since when it
 answers nothing but 429s (``limited_since``), which bounds the wait of ``--rate-limit-wait``.
 
 One registry per event loop (:meth:`EndpointLimits.of_loop`): every run of one ``serve``
@@ -67,8 +68,9 @@ class AdaptiveLimit:
         self.ceiling = 0  # the sum of the shares of the runs using it
         self.limit = 0.0
         self.in_flight = 0
-        self.failures = 0  # connection failures in a row
+        self.failures = 0  # requests in a row that got no answer
         self.down_until = 0.0  # resting after a refused or dropped connection
+        self.refusing = False  # since then, no answer: one request at a time tries it
         self.limited_since: float | None = None  # the first 429 after any other answer
         self.retry_after: float | None = None  # the last 429's Retry-After
         self.epoch = 0  # cuts so far
@@ -87,7 +89,9 @@ class AdaptiveLimit:
         return max(1, int(self.limit)) if self.adaptive else self.ceiling
 
     def room(self) -> int:
-        """Slots free now."""
+        """Slots free now (one at most while the URL is tried again after refusals)."""
+        if self.refusing:
+            return 1 - self.in_flight
         return self.permits - self.in_flight
 
     def join(self, share: int, now: float) -> None:
@@ -116,6 +120,8 @@ class AdaptiveLimit:
     ) -> None:
         """The request of ``ticket`` ended: ``status`` of its answer, None for no answer."""
         self.in_flight -= 1
+        if status is not None:  # it answered: reachable again
+            self.failures, self.refusing = 0, False
         if status == 429:
             self.limited_since = now if self.limited_since is None else self.limited_since
             self.retry_after = retry_after

@@ -25,7 +25,15 @@ from optimizer.searches import run_optimization
 from schemas import RunConfig
 from tests.fakes.capacity_container import answer, load_program
 from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.replicas import Replica, haproxy, haproxy_binary, prompt, replicas, run_queue
+from tests.fakes.replicas import (
+    KillAt,
+    Replica,
+    haproxy,
+    haproxy_binary,
+    prompt,
+    replicas,
+    run_queue,
+)
 from tests.fakes.servers import thread_server
 
 pytestmark = pytest.mark.e2e
@@ -44,18 +52,6 @@ def _expected(candidates: int) -> dict[tuple[str, str], float]:
         for i in range(candidates)
         for seed in seeds
     }
-
-
-class KillAt:
-    """Kills ``replica`` once the run has paid ``paid`` rollouts (called by the queue's sampler)."""
-
-    def __init__(self, replica: Replica, paid: int) -> None:
-        self.replica, self.paid, self.at = replica, paid, None
-
-    def __call__(self, seconds: float, paid: int, limit: int) -> None:
-        if self.at is None and paid >= self.paid:
-            self.at = paid
-            self.replica.kill()
 
 
 def _survives_a_kill(urls: list[str], reps: list[Replica], tmp_path: Path) -> int:

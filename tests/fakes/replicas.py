@@ -131,6 +131,19 @@ class Replica:
         self.proc.wait(timeout=10)
 
 
+class KillAt:
+    """``on_sample`` of ``run_queue``: kills ``replica`` once the run has paid ``paid`` rollouts."""
+
+    def __init__(self, replica: Replica, paid: int) -> None:
+        self.replica, self.paid = replica, paid
+        self.at: int | None = None  # what the run had paid when it was killed
+
+    def __call__(self, seconds: float, paid: int, limit: int) -> None:
+        if self.at is None and paid >= self.paid:
+            self.at = paid
+            self.replica.kill()
+
+
 @contextlib.contextmanager
 def replicas(n: int, **settings: float | int | None) -> Iterator[list[Replica]]:
     """``n`` processes of ``capacity_container.py`` (``--capacity``, ``--latency``, ...)."""

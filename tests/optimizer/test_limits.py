@@ -225,3 +225,13 @@ def test_it_climbs_back_when_the_pressure_ends() -> None:
     assert max(p for _, p in sim.limits) <= 32
     climbed = next(t for t, p in sim.limits if t > 100.0 and p == 32)
     assert climbed - 100.0 < 30.0
+
+
+def test_a_url_tried_again_after_refusals_takes_one_request_at_a_time() -> None:
+    limit = _limit(8)
+    limit.refusing = True  # what the client sets when a connection was refused
+    assert limit.room() == 1
+    ticket = limit.take(0.0)
+    assert limit.room() == 0
+    limit.settle(ticket, 200, 0.1)  # it answered: reachable again
+    assert not limit.refusing and limit.room() == 8
