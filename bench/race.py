@@ -22,10 +22,15 @@ container answering in ``--latency`` seconds; the simulated hosted reflection mo
 ``banking77`` runs the real Banking77 container on the local 0.5B student with the local 1.5B
 reflection model (one llama.cpp server each; 1 proposal in flight is all it can serve).
 
+``--reflection-errors realistic`` makes the simulated reflection model err as real ones do
+(answers that make the text worse, fix several things, rewrite it, or ignore the format:
+``bench/race_reflector.py``); the task column then says ``+realistic``.
+
 Columns: wall seconds; container calls (counted by the container); reflection calls (counted
 by the reflection server); heldout accuracy of the baseline and of the winner; the seconds
 until the run first reached the final train score of gepa-ai sequential on the same seed
-("-" when it never did); for gepa-runtime, the share of its budget left unspent.
+("-" when it never did); for gepa-runtime, the share of its budget left unspent; the
+contestant process's CPU seconds (user + system) and peak resident memory.
 """
 
 from __future__ import annotations
@@ -80,9 +85,37 @@ class Result:
     stop_reason: str = ""
     max_reflections_in_flight: int | None = None
     to_target_s: float | None = None
+    cpu_s: float | None = None  # the contestant's process: user + system seconds
+    peak_rss_mb: float | None = None  # its largest resident set
+    errors: str = "none"  # the simulated reflection model's error mix (--reflection-errors)
 
 
 # processes
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A contestant's process: exit code, output, CPU seconds and peak resident memory."""
+
+    returncode: int
+    stderr: str
+    cpu_s: float
+    peak_rss_mb: float
+
+
+def _measured(cmd: Sequence[str], env: dict[str, str]) -> Finished:
+    """Run ``cmd`` to the end; its own CPU time and peak RSS come from ``os.wait4``."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(list(cmd), cwd=ROOT, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return Finished(
+            returncode=proc.returncode,
+            stderr=err.read().decode(errors="replace"),
+            cpu_s=usage.ru_utime + usage.ru_stime,
+            peak_rss_mb=usage.ru_maxrss / 1024,  # Linux reports KiB
+        )
 
 
 @contextlib.contextmanager
@@ -128,6 +161,7 @@ class Arena:
     counted: bool  # the servers count calls (/stats, /reset): the simulated ones do
     ours_extra: tuple[str, ...] = ()
     ours_flags: tuple[str, ...] = ()  # --ours-flags: what a user may pass too
+    errors: str = "none"  # the simulated reflection model's error mix
     reflection_max_tokens: int = 2048
     env: dict[str, str] = field(default_factory=dict)
 
@@ -180,9 +214,7 @@ def run_ours(arena: Arena, in_flight: int, workdir: Path) -> Result:
     ]
     arena.reset()
     started, t0 = time.time(), time.monotonic()
-    done = subprocess.run(
-        cmd, cwd=ROOT, env={**os.environ, **arena.env}, capture_output=True, text=True
-    )
+    done = _measured(cmd, {**os.environ, **arena.env})
     wall = time.monotonic() - t0
     if done.returncode != 0:
         raise SystemExit(f"ours-{in_flight} failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -212,6 +244,9 @@ def run_ours(arena: Arena, in_flight: int, workdir: Path) -> Result:
         paid=packet["rollouts"]["paid"],
         stop_reason=packet.get("stop_reason") or "",
         max_reflections_in_flight=most,
+        cpu_s=done.cpu_s,
+        peak_rss_mb=done.peak_rss_mb,
+        errors=arena.errors,
     )
 
 
@@ -260,9 +295,7 @@ def run_gepa(arena: Arena, mode: str, python: Path, workdir: Path) -> Result:
     ]
     arena.reset()
     started, t0 = time.time(), time.monotonic()
-    done = subprocess.run(
-        cmd, cwd=ROOT, env={**os.environ, **arena.env}, capture_output=True, text=True
-    )
+    done = _measured(cmd, {**os.environ, **arena.env})
     wall = time.monotonic() - t0
     if done.returncode != 0:
         raise SystemExit(f"gepa-{mode} failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -294,6 +327,9 @@ def run_gepa(arena: Arena, mode: str, python: Path, workdir: Path) -> Result:
         train_best=data["train_best"],
         timeline=timeline,
         max_reflections_in_flight=most,
+        cpu_s=done.cpu_s,
+        peak_rss_mb=done.peak_rss_mb,
+        errors=arena.errors,
     )
 
 
@@ -321,6 +357,7 @@ def simulated(task: str, seed: int, args: argparse.Namespace) -> Iterator[Arena]
     reflector = [
         py, str(ROOT / "bench" / "race_reflector.py"), "--port", str(rport),
         "--latency", str(args.reflection_latency * args.time_scale),
+        *_error_flags(args.reflection_errors),
     ]  # fmt: skip
     with (
         _serve(container, f"http://127.0.0.1:{cport}/health", f"the {task} container"),
@@ -340,7 +377,26 @@ def simulated(task: str, seed: int, args: argparse.Namespace) -> Iterator[Arena]
             # The simulated reflection model stands for a hosted API, though it listens here.
             ours_extra=("--reflection-endpoint", "hosted"),
             env={"OPENAI_API_KEY": DUMMY_KEY},
+            errors=args.reflection_errors,
         )
+
+
+def _error_flags(spec: str) -> list[str]:
+    """``race_reflector.py`` flags for ``--reflection-errors`` (a preset, or mode=rate,...)."""
+    if spec in ("none", "realistic"):
+        return ["--errors", spec]
+    flags = {"worse": "--worse-rate", "multi": "--multi-fix-rate", "rewrite": "--rewrite-rate"}
+    flags["off"] = "--off-format-rate"
+    out: list[str] = []
+    for part in spec.split(","):
+        mode, _, rate = part.partition("=")
+        if mode not in flags or not rate:
+            raise SystemExit(
+                f"--reflection-errors: {part!r} is not mode=rate with mode one of "
+                f"{', '.join(flags)} (or use the preset none or realistic)"
+            )
+        out += [flags[mode], rate]
+    return out
 
 
 @contextlib.contextmanager
@@ -407,34 +463,42 @@ def _fmt(values: Sequence[float | None], digits: int = 3) -> str:
     return f"{statistics.mean(got):.{digits}f}" if got else "-"
 
 
+def _label(r: Result) -> str:
+    return r.task if r.errors == "none" else f"{r.task}+{r.errors}"
+
+
 def table(results: list[Result]) -> str:
     """Per-run rows, then per (task, contestant) means."""
     lines = [
         f"{'task':<12} {'run':<9} {'seed':>4} {'wall s':>7} {'calls':>6} {'refl':>5} "
-        f"{'heldout base -> best':>21} {'train best':>10} {'t->target':>9} {'unspent':>7}",
+        f"{'heldout base -> best':>21} {'train best':>10} {'t->target':>9} {'unspent':>7}"
+        f" {'cpu s':>6} {'rss MB':>6}",
     ]
     for r in results:
         unspent = f"{(r.budget - r.paid) / r.budget:.1%}" if r.budget and r.paid is not None else ""
         target = f"{r.to_target_s:.1f}" if r.to_target_s is not None else "-"
         lines.append(
-            f"{r.task:<12} {r.contestant:<9} {r.seed:>4} {r.wall_s:>7.1f} {r.container_calls:>6} "
+            f"{_label(r):<12} {r.contestant:<9} {r.seed:>4} {r.wall_s:>7.1f} {r.container_calls:>6} "
             f"{r.reflection_calls:>5} {_fmt([r.holdout_baseline]):>10} -> {_fmt([r.holdout_best]):<8}"
             f" {_fmt([r.train_best]):>10} {target:>9} {unspent:>7}"
+            f" {_fmt([r.cpu_s], 2):>6} {_fmt([r.peak_rss_mb], 0):>6}"
         )
     lines += ["", "means over seeds:"]
     lines.append(
         f"{'task':<12} {'run':<9} {'n':>4} {'wall s':>7} {'calls':>6} {'refl':>5} "
         f"{'heldout base -> best':>21} {'train best':>10} {'t->target':>9} {'reached':>7}"
+        f" {'cpu s':>6} {'rss MB':>6}"
     )
-    keys = list(dict.fromkeys((r.task, r.contestant) for r in results))
+    keys = list(dict.fromkeys((_label(r), r.contestant) for r in results))
     for task, contestant in keys:
-        group = [r for r in results if (r.task, r.contestant) == (task, contestant)]
+        group = [r for r in results if (_label(r), r.contestant) == (task, contestant)]
         reached = [r.to_target_s for r in group if r.to_target_s is not None]
         lines.append(
             f"{task:<12} {contestant:<9} {len(group):>4} {_fmt([r.wall_s for r in group], 1):>7} "
             f"{_fmt([r.container_calls for r in group], 0):>6} {_fmt([r.reflection_calls for r in group], 0):>5} "
             f"{_fmt([r.holdout_baseline for r in group]):>10} -> {_fmt([r.holdout_best for r in group]):<8}"
             f" {_fmt([r.train_best for r in group]):>10} {_fmt(reached, 1):>9} {len(reached)}/{len(group):<5}"
+            f" {_fmt([r.cpu_s for r in group], 2):>6} {_fmt([r.peak_rss_mb for r in group], 0):>6}"
         )
     return "\n".join(lines)
 
@@ -460,6 +524,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--reflection-latency", type=float, default=4.0, help="seconds per reflection call"
     )
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies both latencies")
+    parser.add_argument(
+        "--reflection-errors",
+        default="none",
+        help="the simulated reflection model's errors: none (default), realistic (25%% worse, "
+        "15%% multi-fix, 10%% rewrite, 5%% off-format) or e.g. worse=0.25,multi=0.15,rewrite=0.1,off=0.05",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write every result here")
     parser.add_argument(
         "--keep",
