@@ -38,11 +38,11 @@ from optimizer.cli.flags import (
 )
 from optimizer.cli.sweep import add_sweep_flags, sweep_command
 from optimizer.mipro import load_optuna
-from optimizer.runtime.embedded import absolute_paths, stored_config
 from optimizer.runtime.events import Listener
 from optimizer.runtime.progress import ProgressBar
 from optimizer.runtime.report import promotion_summary
 from optimizer.runtime.run import RunResult
+from optimizer.runtime.run_config import new_config, stored_config
 from optimizer.runtime.run_inputs import create_with_inputs, resolve_inputs
 from optimizer.runtime.tracking import require_mlflow
 from optimizer.searches import run_stored
@@ -129,13 +129,14 @@ def check_runnable(config: RunConfig) -> None:
 
 
 def _new_config(args: argparse.Namespace) -> RunConfig:
-    """The config of a new run from flags and env: checked, budget defaulted, paths pinned."""
+    """The config of a new run from flags and env: budget defaulted, paths pinned, checked
+    (:func:`optimizer.runtime.run_config.new_config`)."""
     config = config_from_args(args)
     if not config.budget_given():
-        config = config.model_copy(update={"auto": "light"})
         print("no budget given: using --auto light (see README for the formula)", file=sys.stderr)
+    config = new_config(config)
     check_runnable(config)
-    return absolute_paths(config)
+    return config
 
 
 def _print_result(result: RunResult) -> None:

@@ -1,6 +1,6 @@
 """The runtime: one run's lifecycle, rollout queue, container client, budget, state and evidence.
 
-It knows no search method: a run is handed a ``Searches`` registry (see ``strategy``).
+It knows no search method: a ``Runner`` is handed a ``Searches`` registry (see ``strategy``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from optimizer.runtime.events import EventSink
 from optimizer.runtime.frontier import Frontier, build_frontier, mean_score
 from optimizer.runtime.minibatch import MinibatchSampler
 from optimizer.runtime.promotion import Promotion
-from optimizer.runtime.run import RunResult, run_optimization
+from optimizer.runtime.run import RunResult
+from optimizer.runtime.runner import Runner
 from optimizer.runtime.state import SearchState
 from optimizer.runtime.strategy import Search, Searches, SearchMethod, SearchStart, method_of
 
@@ -31,6 +32,7 @@ __all__ = [
     "RetryPolicy",
     "RolloutQueue",
     "RunResult",
+    "Runner",
     "Search",
     "SearchDeps",
     "SearchMethod",
@@ -41,6 +43,5 @@ __all__ = [
     "build_frontier",
     "mean_score",
     "method_of",
-    "run_optimization",
     "score_on_train",
 ]

@@ -3,12 +3,12 @@
 The optimizer only speaks HTTP to containers, so a module given on the command line is
 loaded with the container SDK (``load_target`` + ``create_app``) and served by uvicorn on
 ``127.0.0.1:<free port>`` as an asyncio task of the running event loop. The run then
-executes against that URL: :func:`serving_config` is the stored config with
-``containers=[url]`` and the module fields cleared (``RunConfig`` forbids both at once).
-The stored run keeps ``module``/``dataset``/... so a resumed run serves the module again.
+executes against that URL (``run_config.serving_config``: ``containers=[url]``, the module
+fields cleared, as ``RunConfig`` forbids both at once). The stored run keeps
+``module``/``dataset``/... so a resumed run serves the module again.
 
-    async with container_for(config) as runnable:   # runnable.containers == [url]
-        await run_optimization(runnable, searches=SEARCHES, run_id=record.run_id, workspace=ws)
+    async with container_for(stored, secrets) as runnable:   # runnable.containers == [url]
+        await runner.run_optimization(runnable, run_id=record.run_id, workspace=ws)
 """
 
 from __future__ import annotations
@@ -17,31 +17,15 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable, Generator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import uvicorn
 
 from container import create_app, load_target
-from optimizer.runtime.deps import ProposerLike
-from optimizer.runtime.run import RunResult, run_optimization
-from optimizer.runtime.run_inputs import resolve_inputs
-from optimizer.runtime.strategy import Searches
-from schemas import RunConfig, RunLeased, RunRecord, UserError
-from workspace import Workspace, leased_message
+from optimizer.runtime.run_config import serving_config
+from schemas import RunConfig, UserError
 
-__all__ = [
-    "EmbeddedContainer",
-    "absolute_paths",
-    "container_for",
-    "module_spec",
-    "run_stored",
-    "serving_config",
-    "stored_config",
-]
-
-_MODULE_FIELDS = ("module", "target", "dataset", "verifier", "splits_file")
+__all__ = ["EmbeddedContainer", "container_for", "module_spec"]
 
 
 def module_spec(config: RunConfig) -> str:
@@ -49,34 +33,6 @@ def module_spec(config: RunConfig) -> str:
     if not config.module:
         raise UserError("no --module given; pass --module MODULE or --container URL")
     return f"{config.module}:{config.target}" if config.target else config.module
-
-
-def _absolute(value: str | None) -> str | None:
-    if value is None:
-        return None
-    path = Path(value).expanduser()
-    return str(path.resolve()) if path.exists() else value
-
-
-def absolute_paths(config: RunConfig) -> RunConfig:
-    """The config with existing module/dataset/splits/verifier paths made absolute.
-
-    A stored run may be executed from another folder (``gepa-runtime serve``, a resume),
-    so relative paths are pinned when the run is created. Dotted module names and
-    ``module:function`` verifiers are left as they are.
-    """
-    if not config.module:
-        return config
-    update = {
-        name: _absolute(getattr(config, name)) for name in ("module", "dataset", "splits_file")
-    }
-    update["verifier"] = _absolute(config.verifier)
-    return config.model_copy(update=update)
-
-
-def serving_config(config: RunConfig, url: str) -> RunConfig:
-    """``config`` pointed at ``url`` with the module fields cleared."""
-    return config.model_copy(update={"containers": [url], **dict.fromkeys(_MODULE_FIELDS)})
 
 
 class _QuietServer(uvicorn.Server):
@@ -174,68 +130,22 @@ class EmbeddedContainer:
 
 
 @contextlib.asynccontextmanager
-async def container_for(config: RunConfig) -> AsyncIterator[RunConfig]:
-    """The config to execute: as given with container URLs, else with the module served here."""
-    if not config.module:
-        yield config
-        return
-    token = config.container_token.get_secret_value() if config.container_token else None
-    async with EmbeddedContainer(config, token=token) as url:
-        yield serving_config(config, url)
-
-
-def stored_config(record: RunRecord) -> RunConfig:
-    """The run's stored config as a ``RunConfig``; secrets (stored as ``***``) are left out."""
-    return RunConfig.model_validate({k: v for k, v in record.config.items() if v != "***"})
-
-
-async def run_stored(
-    workspace: Workspace,
-    run_id: str,
-    *,
-    searches: Searches,
-    secrets: RunConfig | None = None,
-    on_event: Callable[..., None] | None = None,
+async def container_for(
+    stored: RunConfig,
+    secrets: RunConfig | None,
     on_serving: Callable[[str], None] | None = None,
-    http: httpx.AsyncClient | None = None,
-    proposer: ProposerLike | None = None,
-) -> RunResult:
-    """Run (or resume) a stored run, serving its ``--module`` in-process when it has one.
-
-    ``secrets`` supplies what is never stored (the container token) and may point a
-    container-URL run at new URLs; ``on_serving(url)`` hears where a module is served;
-    ``searches`` is the method registry (:mod:`optimizer.searches`).
-    """
-    record = await workspace.get_run(run_id)
-    holder = await workspace.lease_holder(run_id)
-    if holder is not None:  # refused before the module and its dataset are loaded
-        raise RunLeased(leased_message(holder))
-    await workspace.checkout_files(run_id)  # a Postgres store's run files, here on this host
-    stored = resolve_inputs(stored_config(record), workspace.root)  # the copies `create` made
+) -> AsyncIterator[RunConfig | None]:
+    """What a stored run executes with: ``secrets`` as given, or, for a ``--module`` run given
+    no container URLs, ``stored`` pointed at its module served here for the block's length
+    (with the token of ``secrets``, which the served app requires too)."""
     given = secrets if secrets is not None else RunConfig()
-    if stored.module and not given.containers:
-        token = given.container_token.get_secret_value() if given.container_token else None
-        async with EmbeddedContainer(stored, token=token) as url:
-            if on_serving is not None:
-                on_serving(url)
-            runnable = serving_config(stored, url).model_copy(
-                update={"container_token": given.container_token}
-            )
-            return await run_optimization(
-                runnable,
-                searches=searches,
-                workspace=workspace,
-                run_id=run_id,
-                on_event=on_event,
-                http=http,
-                proposer=proposer,
-            )
-    return await run_optimization(
-        secrets,
-        searches=searches,
-        workspace=workspace,
-        run_id=run_id,
-        on_event=on_event,
-        http=http,
-        proposer=proposer,
-    )
+    if not stored.module or given.containers:
+        yield secrets
+        return
+    token = given.container_token.get_secret_value() if given.container_token else None
+    async with EmbeddedContainer(stored, token=token) as url:
+        if on_serving is not None:
+            on_serving(url)
+        yield serving_config(stored, url).model_copy(
+            update={"container_token": given.container_token}
+        )

@@ -3,9 +3,11 @@
 Phases: ``evaluating_baseline -> searching -> evaluating_best -> finalizing -> completed``
 (or ``failed``), each transition an event. ``config.method`` picks the search of the
 ``searching`` phase from the ``searches`` registry it is given (see
-:mod:`optimizer.runtime.strategy`); every other phase is shared.
-``run_optimization`` creates a run or resumes one by id; a resumed run replays its logged
-iterations from the workspace and pays for no finished rollout twice.
+:mod:`optimizer.runtime.strategy`); every other phase is shared. ``Run`` is one execution
+of a stored run; :mod:`optimizer.runtime.runner` creates a run or resumes one by id and
+executes it here; a resumed run replays its logged iterations from the workspace and pays
+for no finished rollout twice. The config it executes comes from
+:mod:`optimizer.runtime.run_config`.
 
 One process executes a run at a time: it holds the run's lease (:mod:`optimizer.runtime.lease`)
 from start to end. A cancelled run (Ctrl-C, SIGTERM, the service's cancel) is recorded as
@@ -22,35 +24,33 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import ValidationError
 
-from optimizer.runtime.budget import Budget, resolve_metric_calls
+from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient, RetryPolicy
 from optimizer.runtime.deps import ProposerLike, SearchDeps
 from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult
 from optimizer.runtime.events import EventSink, Listener
 from optimizer.runtime.evidence import EvidenceInputs, write_evidence
-from optimizer.runtime.lease import HeldLease, hold_lease
-from optimizer.runtime.plan import (
-    RunPlan,
-    auto_budget_warning,
-    default_proposals_in_flight,
-    plan_run,
-)
+from optimizer.runtime.lease import HeldLease
+from optimizer.runtime.plan import RunPlan, plan_run
 from optimizer.runtime.program_check import ProgramWatch, check_resumed, check_splits
 from optimizer.runtime.promotion import Promotion, select_and_promote, selection_need
+from optimizer.runtime.run_config import (
+    budget_warning,
+    executed_config,
+    metric_call_limit,
+    plan_event,
+)
 from optimizer.runtime.state import SearchState
-from optimizer.runtime.strategy import Searches, SearchMethod, SearchStart, method_of
-from optimizer.runtime.tracking import mlflow_tracking
+from optimizer.runtime.strategy import SearchMethod, SearchStart
 from proposer import ComponentSpec
-from proposer.client import reflection_api_key, run_reflection_is_local
-from proposer.external import command_secrets, proposer_for
+from proposer.external import proposer_for
 from schemas import (
     CandidateRecord,
     GepaError,
@@ -59,13 +59,12 @@ from schemas import (
     RunConfig,
     RunLeased,
     RunRecord,
-    UserError,
     candidate_id_for,
     content_hash,
 )
 from workspace import Workspace
 
-__all__ = ["PROGRAM_CHECK_S", "RunResult", "run_optimization"]
+__all__ = ["PROGRAM_CHECK_S", "Run", "RunResult"]
 
 PROGRAM_CHECK_S = 60.0  # how often a running run asks GET /program again, besides each phase
 
@@ -95,8 +94,12 @@ class _Parts:
     base: CandidateRecord
 
 
-class _Run:
-    """One execution of a run record; holds what the phases share."""
+class Run:
+    """One execution of a run record; holds what the phases share.
+
+    ``config`` is the run's config as :func:`optimizer.runtime.run_config.executed_config`
+    completes it; ``held`` the lease of the process executing it.
+    """
 
     def __init__(
         self,
@@ -110,14 +113,7 @@ class _Run:
         *,
         method: SearchMethod,
     ) -> None:
-        if config.proposals_in_flight is None:
-            config = config.model_copy(
-                update={
-                    "proposals_in_flight": default_proposals_in_flight(
-                        run_reflection_is_local(config)
-                    )
-                }
-            )
+        config = executed_config(config)
         self.config = config
         self.method = method
         self.record = record
@@ -389,12 +385,7 @@ class _Run:
         cfg, run_id, seeds = self.config, self.record.run_id, program.seeds
         self.method.prepare(cfg)  # e.g. a missing extra: refused before the baseline is paid
         check_splits(program)
-        limit = resolve_metric_calls(
-            cfg, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
-        )
-        if limit is None:
-            raise UserError("no budget: pass --max-metric-calls N or --auto light|medium|heavy")
-        auto = cfg.auto if cfg.max_metric_calls is None else None
+        limit = metric_call_limit(cfg, seeds)
         plan = plan_run(
             limit,
             train=seeds.train,
@@ -409,36 +400,8 @@ class _Run:
         await self.workspace.update_run(
             run_id, program_id=program.program_id, fingerprint=program.fingerprint, status="running"
         )
-        await self.events.emit(
-            "program",
-            {
-                "program_id": program.program_id,
-                "fingerprint": program.fingerprint,
-                "components": [c.name for c in program.components],
-                "seeds": {
-                    "train": len(seeds.train),
-                    "val": len(seeds.val),
-                    "holdout": len(seeds.holdout),
-                },
-                "budget": {
-                    "max_metric_calls": limit,
-                    "max_cost_usd": cfg.max_cost_usd,
-                    "auto": auto,
-                },
-                "plan": {
-                    "train": len(plan.train),
-                    "holdout": len(plan.holdout),
-                    "val": len(plan.val),
-                    "selection": plan.selection_split,
-                    "search": plan.search,
-                    "skipped": list(plan.skipped),
-                },
-                "proposals_in_flight": cfg.proposals_in_flight,
-            },
-        )
-        large = auto and auto_budget_warning(
-            limit, auto, train=len(seeds.train), holdout=len(seeds.holdout), val=len(seeds.val)
-        )
+        await self.events.emit("program", plan_event(cfg, program, plan, limit))
+        large = budget_warning(cfg, seeds, limit)
         if large:
             await self.warn(large)
         return plan, budget
@@ -505,83 +468,3 @@ class _Run:
             deps.refresh_reserve()
             return await self.method.build(deps, start).run()
         return "; ".join(plan.skipped) + await self.method.without_search(deps, start)
-
-
-def _merge_secrets(run_id: str, stored: dict[str, Any], given: RunConfig | None) -> RunConfig:
-    data = {k: v for k, v in stored.items() if v != "***"}
-    if given is not None and given.container_token is not None:
-        data["container_token"] = given.container_token.get_secret_value()
-    try:
-        return RunConfig.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise UserError(
-            f"the stored config of run {run_id} is not valid any more ({problems}); "
-            "create a new run"
-        ) from exc
-
-
-async def run_optimization(
-    config: RunConfig | None = None,
-    *,
-    searches: Searches,
-    workspace: Workspace | str | Path = ".gepa",
-    run_id: str | None = None,
-    proposer: ProposerLike | None = None,
-    http: httpx.AsyncClient | None = None,
-    on_event: Callable[..., None] | None = None,
-) -> RunResult:
-    """Run (or resume, with ``run_id``) a GEPA optimization and write its evidence packet.
-
-    ``config`` is required for a new run; for a resumed run the stored config is used and
-    ``config`` only supplies secrets (the container token), which are never stored, and
-    container URLs. ``RunLeased`` while another live process executes the run.
-    ``searches`` maps ``config.method`` to its search (:mod:`optimizer.searches` has the
-    built-in ones); a method it lacks is refused before the run is created.
-    """
-    if config is not None:
-        method_of(searches, config)
-    owns = not isinstance(workspace, Workspace)
-    ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace
-    if owns:
-        await ws.open()
-    try:
-        new = run_id is None
-        if run_id is None:
-            if config is None:
-                raise UserError("a new run needs a config (containers, reflection model, budget)")
-            _know_secrets(ws, config)
-            run_id = (await ws.create_run(config)).run_id
-        async with hold_lease(ws, run_id) as held:
-            record = await ws.get_run(run_id)  # read under the lease: nobody else changes it
-            cfg = config if new and config is not None else _resumed_config(ws, record, config)
-            _know_secrets(ws, cfg)
-            listeners = [on_event] if on_event else []
-            method = method_of(searches, cfg)
-            run = _Run(cfg, record, ws, proposer, http, listeners, held, method=method)
-            async with mlflow_tracking(cfg, ws, run_id, run.events, run.warn):
-                return await run.guarded()
-    finally:
-        if owns:
-            await ws.close()
-
-
-def _know_secrets(ws: Workspace, cfg: RunConfig) -> None:
-    """Mask the run's container token and reflection key wherever they appear in what it stores."""
-    token = cfg.container_token.get_secret_value() if cfg.container_token else None
-    key = reflection_api_key(
-        cfg.reflection_model, cfg.reflection_base_url, cfg.reflection_api_key_env
-    )
-    ws.scrubber.add(token, key, *command_secrets(cfg))
-
-
-def _resumed_config(ws: Workspace, record: RunRecord, given: RunConfig | None) -> RunConfig:
-    """The stored config of a run to resume, with the given secrets and container URLs."""
-    if record.status == "completed":
-        raise UserError(f"run {record.run_id} already completed; see {ws.run_dir(record.run_id)}")
-    if given is not None and ws.scrubber.value(given.redacted()) == record.config:
-        return given  # the run's own config (just created from it), with what storing removed
-    cfg = _merge_secrets(record.run_id, record.config, given)
-    if given is not None and given.containers:
-        cfg = cfg.model_copy(update={"containers": given.containers})
-    return cfg

@@ -1,6 +1,6 @@
 """The runtime runs whatever search it is handed (``optimizer.runtime.strategy``).
 
-A recording method stands in for GEPA behind the runtime's ``run_optimization``; the rule
+A recording method stands in for GEPA behind the runtime's ``Runner``; the rule
 container behind ``httpx.MockTransport`` and a real workspace file. The built-in registry
 is ``optimizer.searches.SEARCHES``.
 """
@@ -16,7 +16,7 @@ import pytest
 from optimizer.gepa import GepaMethod
 from optimizer.mipro import MiproMethod
 from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.run import run_optimization
+from optimizer.runtime.runner import Runner
 from optimizer.runtime.strategy import SearchStart
 from optimizer.searches import SEARCHES
 from schemas import RunConfig, UserError
@@ -75,9 +75,8 @@ class _Recording:
 async def test_the_runtime_runs_the_search_it_is_handed(tmp_path: Path) -> None:
     container, proposer, method = RuleContainer(program(LABELS)), ScriptedProposer(), _Recording()
     async with container.client() as http:
-        result = await run_optimization(
+        result = await Runner({"gepa": method}).run_optimization(
             _config(),
-            searches={"gepa": method},
             workspace=tmp_path / "ws",
             proposer=proposer,
             http=http,
@@ -97,8 +96,8 @@ async def test_a_method_the_registry_lacks_is_refused_before_a_run_is_stored(
     tmp_path: Path,
 ) -> None:
     with pytest.raises(UserError, match=r"unknown --method 'mipro'; this runtime knows: gepa"):
-        await run_optimization(
-            _config(method="mipro"), searches={"gepa": _Recording()}, workspace=tmp_path / "ws"
+        await Runner({"gepa": _Recording()}).run_optimization(
+            _config(method="mipro"), workspace=tmp_path / "ws"
         )
     async with Workspace(tmp_path / "ws") as ws:
         assert await ws.list_runs() == []
@@ -110,8 +109,8 @@ async def test_a_method_that_cannot_run_fails_before_the_baseline_is_paid(
     container, method = RuleContainer(program(LABELS)), _Recording(refuse=True)
     async with container.client() as http:
         with pytest.raises(UserError, match="the recording method is not installed"):
-            await run_optimization(
-                _config(), searches={"gepa": method}, workspace=tmp_path / "ws", http=http
+            await Runner({"gepa": method}).run_optimization(
+                _config(), workspace=tmp_path / "ws", http=http
             )
     assert method.calls == ["prepare"]
     assert sum(container.calls.values()) == 0  # no rollout was sent
