@@ -1,4 +1,5 @@
-"""A one-line progress display fed by run events: phase, paid calls / budget, best so far."""
+"""A one-line progress display fed by run events: phase, paid calls / budget, best so far,
+and the adaptive concurrency limit while 429/503 answers hold it below ``--concurrency``."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class ProgressBar:
         self.limit: int | None = None
         self.best: float | None = None
         self.candidates = 0
+        self.in_flight: tuple[int, int] | None = None  # (limit, --concurrency) while cut
         self._last = 0.0
 
     def __call__(self, event: Event) -> None:
@@ -40,6 +42,9 @@ class ProgressBar:
             self.limit = budget.get("limit", self.limit)
         elif event.type == "candidate":
             self.candidates += 1
+        elif event.type == "concurrency" and data.get("limit") is not None:
+            limit, top = int(data["limit"]), int(data.get("max") or data["limit"])
+            self.in_flight = (limit, top) if limit < top else None
         elif event.type == "frontier" and data.get("best"):
             self.best, notable = float(data["best"]["mean"]), True
         elif event.type == "scored" and self.best is None and data.get("mean") is not None:
@@ -54,7 +59,11 @@ class ProgressBar:
         else:
             bar = f"{self.paid} paid"
         best = "n/a" if self.best is None else f"{self.best:.3f}"
-        return f"{self.phase:<20} {bar}, {self.cached} cached | candidates {self.candidates} | best train {best}"
+        limit = f" | in flight <= {self.in_flight[0]}/{self.in_flight[1]}" if self.in_flight else ""
+        return (
+            f"{self.phase:<20} {bar}, {self.cached} cached | candidates {self.candidates} "
+            f"| best train {best}{limit}"
+        )
 
     def _draw(self, *, force: bool) -> None:
         now = time.monotonic()

@@ -38,6 +38,8 @@ class RunDigest:
     bests: dict[str, float | None] = field(default_factory=dict)  # highest seed reward
     winners: dict[str, list[str]] = field(default_factory=dict)
     promotion: dict[str, Any] | None = None
+    concurrency: dict[str, Any] | None = None  # the last concurrency event: limit, max, endpoints
+    rate_limit: dict[str, Any] | None = None  # while a URL rate-limits the run: its wait so far
     stop_reason: str | None = None
     error: str | None = None
     evidence_dir: str | None = None
@@ -84,6 +86,11 @@ class RunDigest:
             self.winners = {str(k): list(v) for k, v in (data.get("winners") or {}).items()}
             if data.get("best"):
                 self.best = dict(data["best"])
+        elif kind == "concurrency":
+            self.concurrency = dict(data)
+        elif kind == "warning" and isinstance(data.get("rate_limit"), dict):
+            wait = data["rate_limit"]
+            self.rate_limit = None if wait.get("cleared") else {**wait, "at": event.ts}
         elif kind == "candidate":
             self.candidates += 1
         elif kind == "iteration":

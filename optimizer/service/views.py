@@ -46,6 +46,8 @@ def run_view(
         "coverage": digest.coverage,
         "covered": digest.covered,
         "stop_reason": digest.stop_reason,
+        "concurrency": digest.concurrency,
+        "rate_limit": digest.rate_limit,
         "promotion": digest.promotion,
         "program": digest.program,
         "last_event_at": digest.last_event_at,

@@ -14,7 +14,7 @@
     candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: {}, covered: null, iterations: 0, rejected: 0,
     startedAt: null, lastEventAt: null, lastSeq: 0, serverOffset: 0, lastBeat: null, quietAfter: 30, ended: false,
     program: null, stopReason: null, evidenceLoaded: false, feedOffset: 0, feedBusy: false, feedAgain: false,
-    method: "gepa", mipro: Mipro.state(),
+    method: "gepa", mipro: Mipro.state(), concurrency: null, rateLimit: null,
   };
   let stream = null, dirty = false, failedPhase = null;
 
@@ -93,6 +93,14 @@
         if (d.best) S.best = d.best;
         break;
       }
+      case "concurrency":
+        if (S.concurrency && d.limit !== S.concurrency.limit) activity(ev.ts, `rollouts in flight: limit ${d.limit} of ${d.max}`);
+        S.concurrency = d;
+        break;
+      case "warning":
+        activity(ev.ts, `warning: ${d.message}`);
+        if (d.rate_limit) S.rateLimit = d.rate_limit.cleared ? null : Object.assign({ at: ev.ts }, d.rate_limit);
+        break;
       case "iteration": S.iterations += 1; break;
       case "proposal_rejected":
         S.rejected += 1;
@@ -142,6 +150,7 @@
     $("cached").textContent = b.cached ?? 0;
     $("errors").textContent = b.errors ?? 0;
     $("retries").textContent = b.retries ?? 0;
+    renderLimits();
     $("cost").textContent = "$" + Number(b.cost_usd || 0).toFixed(4);
     $("cost-foot").textContent = `student $${Number(b.student_cost_usd || 0).toFixed(4)} · proposer $${Number(b.proposer_cost_usd || 0).toFixed(4)}`;
     $("best").replaceChildren(S.best ? document.createTextNode(fmt(S.best.mean)) : "–");
@@ -175,6 +184,24 @@
     problem.textContent = S.error ? `Run failed: ${S.error}` : "";
     if (S.phase === "completed" && !S.evidenceLoaded) loadEvidence();
     tick();
+  }
+
+  /** The adaptive concurrency limit under the budget, and a banner while a rate limit holds. */
+  function renderLimits() {
+    const c = S.concurrency, foot = $("concurrency");
+    foot.hidden = !c;
+    if (c) {
+      const cuts = (c.endpoints || []).reduce((n, e) => n + (e.cuts || 0), 0);
+      foot.textContent = `in flight at once: limit ${c.limit} of ${c.max}` +
+        (c.limit < c.max ? ` (cut by 429/503 answers${cuts ? `; ${cuts} cuts so far` : ""})` : "");
+    }
+    const r = S.rateLimit, banner = $("ratelimit");
+    banner.hidden = !r || S.ended || S.status !== "running";
+    if (!r) return;
+    const waited = r.waited_s + Math.max(0, serverNow() - r.at);
+    banner.textContent = `Waiting on the container's rate limit: ${r.url} has answered only 429 for ${ago(waited)}` +
+      (r.limit ? `; rollouts to it slowed to ${r.limit} at a time` : "") +
+      `. Rollouts keep waiting up to ${r.wait_s} s (--rate-limit-wait) before they fail.`;
   }
 
   function tick() {
