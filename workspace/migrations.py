@@ -197,7 +197,32 @@ _V6 = Migration(
     ("ALTER TABLE leases ADD COLUMN timeout_s REAL",),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# A run's counts and any page of its trials without scanning the run (workspace.trials):
+# the counts per run, and each trial's position in its run, numbered for the trials there.
+_V7 = Migration(
+    7,
+    "trial_counts (a run's trials counted as they are appended) and trials.pos",
+    (
+        """CREATE TABLE trial_counts (
+            run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+            trials INTEGER NOT NULL DEFAULT 0,
+            paid   INTEGER NOT NULL DEFAULT 0,
+            cached INTEGER NOT NULL DEFAULT 0,
+            errors INTEGER NOT NULL DEFAULT 0
+        )""",
+        """INSERT INTO trial_counts (run_id, trials, paid, cached, errors)
+           SELECT run_id, COUNT(*), SUM(CASE WHEN status = 'ok' AND cached = 0 THEN 1 ELSE 0 END),
+                  SUM(cached), SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END)
+             FROM trials GROUP BY run_id""",
+        "ALTER TABLE trials ADD COLUMN pos INTEGER",
+        # The numbering is computed once (a window over the table), not per row.
+        """UPDATE trials SET pos = (SELECT n FROM (SELECT seq AS s, ROW_NUMBER() OVER
+            (PARTITION BY run_id ORDER BY seq) - 1 AS n FROM trials) WHERE s = trials.seq)""",
+        "CREATE UNIQUE INDEX trials_by_pos ON trials (run_id, pos)",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

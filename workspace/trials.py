@@ -1,6 +1,12 @@
 """SQL of the ``trials`` table: a run's use of each rollout, paid or served from the cache.
 
 It is the run's trials feed (the console lists it) and the source of its rollout counts.
+A run may hold a million trials, and the console asks for its counts and for its newest
+page every few seconds, so neither scans the run: ``trial_counts`` keeps each run's counts,
+updated in the transaction that appends the trials, and each trial has its position in the
+run (``pos``, 0, 1, 2, ... in order), so a page at any offset is an index range. The counts
+row is also the run's append lock: on PostgreSQL the upsert holds it until the commit, so
+two transactions appending to one run number their trials one after the other.
 """
 
 from __future__ import annotations
@@ -14,13 +20,27 @@ from workspace.conn import Conn, Row
 
 __all__ = ["count_trials", "insert_trials", "list_trials"]
 
+_COUNT = (
+    "INSERT INTO trial_counts (run_id, trials, paid, cached, errors) VALUES (?,?,?,?,?) "
+    "ON CONFLICT (run_id) DO UPDATE SET trials = trial_counts.trials + excluded.trials, "
+    "paid = trial_counts.paid + excluded.paid, cached = trial_counts.cached + excluded.cached, "
+    "errors = trial_counts.errors + excluded.errors RETURNING trials"
+)
+
 
 async def insert_trials(conn: Conn, run_id: str, trials: Sequence[Trial]) -> None:
-    """Append ``trials`` to the run's feed, in order."""
+    """Append ``trials`` to the run's feed, in order, and count them."""
+    if not trials:
+        return
+    paid = sum(1 for t in trials if t.status == "ok" and not t.cached)
+    cached = sum(1 for t in trials if t.cached)
+    errors = sum(1 for t in trials if t.status == "error")
+    rows = await conn.fetchall(_COUNT, (run_id, len(trials), paid, cached, errors))
+    first = int(rows[0][0]) - len(trials)
     now = time.time()
     await conn.executemany(
         "INSERT INTO trials (run_id, candidate_id, seed, cache_key, cached, status, rollout_id,"
-        " created_at) VALUES (?,?,?,?,?,?,?,?)",
+        " created_at, pos) VALUES (?,?,?,?,?,?,?,?,?)",
         [
             (
                 run_id,
@@ -31,8 +51,9 @@ async def insert_trials(conn: Conn, run_id: str, trials: Sequence[Trial]) -> Non
                 t.status,
                 t.rollout_id,
                 now,
+                first + i,
             )
-            for t in trials
+            for i, t in enumerate(trials)
         ],
     )
 
@@ -66,8 +87,8 @@ async def list_trials(
         "SELECT t.seq, t.run_id, t.candidate_id, t.seed, t.cache_key, t.cached, t.status,"
         " t.rollout_id, t.created_at, r.reward, r.objectives, r.output, r.feedback, r.error,"
         " r.latency_ms, r.trace_id FROM trials AS t LEFT JOIN rollouts AS r ON r.id = t.rollout_id"
-        " WHERE t.run_id = ? ORDER BY t.seq LIMIT ? OFFSET ?",
-        (run_id, max(0, limit), max(0, offset)),
+        " WHERE t.run_id = ? AND t.pos >= ? ORDER BY t.pos LIMIT ?",
+        (run_id, max(0, offset), max(0, limit)),
     )
     return [_to_view(row) for row in rows]
 
@@ -79,11 +100,7 @@ async def count_trials(conn: Conn, run_id: str) -> dict[str, int]:
     successful), ``errors`` are rollouts that failed after their retries (paid, not scored).
     """
     rows = await conn.fetchall(
-        "SELECT COALESCE(SUM(CASE WHEN status = 'ok' AND cached = 0 THEN 1 ELSE 0 END), 0),"
-        " COALESCE(SUM(CASE WHEN cached = 1 THEN 1 ELSE 0 END), 0),"
-        " COALESCE(SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), 0)"
-        " FROM trials WHERE run_id = ?",
-        (run_id,),
+        "SELECT paid, cached, errors FROM trial_counts WHERE run_id = ?", (run_id,)
     )
-    paid, cached, errors = rows[0]
+    paid, cached, errors = rows[0] if rows else (0, 0, 0)
     return {"paid": int(paid), "cached": int(cached), "errors": int(errors)}

@@ -112,6 +112,35 @@ async def test_old_file_is_upgraded_with_its_data(tmp_path: Path, start: int) ->
     assert _pragma(db, "integrity_check") == "ok"
 
 
+async def test_v7_numbers_and_counts_the_trials_a_file_already_holds(tmp_path: Path) -> None:
+    db = _old_file(tmp_path / "ws", 6)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO runs (run_id, config, status, phase, state, created_at, updated_at)"
+            " VALUES ('run-two', '{}', 'completed', 'completed', '{}', 0, 0)"
+        )
+        rid = conn.execute("SELECT id FROM rollouts").fetchone()[0]
+        feed = [("run-old", 0, "ok"), ("run-two", 1, "ok"), ("run-old", 1, "ok"),
+                ("run-old", 0, "error"), ("run-two", 0, "ok"), ("run-old", 0, "ok")]  # fmt: skip
+        for i, (run_id, cached, status) in enumerate(feed):
+            conn.execute(
+                "INSERT INTO trials (run_id, candidate_id, seed, cache_key, cached, status,"
+                " rollout_id, created_at) VALUES (?, 'c1', ?, 'k-old', ?, ?, ?, 0)",
+                (run_id, f"s{i}", cached, status, rid),
+            )
+    async with Workspace(tmp_path / "ws") as ws:
+        assert [t.seed for t in await ws.list_trials("run-old")] == ["s0", "s2", "s3", "s5"]
+        assert [t.seed for t in await ws.list_trials("run-old", offset=2, limit=1)] == ["s3"]
+        assert [t.seed for t in await ws.list_trials("run-two", offset=1)] == ["s4"]
+        assert await ws.count_trials("run-old") == {"paid": 2, "cached": 1, "errors": 1}
+        assert await ws.count_trials("run-two") == {"paid": 1, "cached": 1, "errors": 0}
+        trial = Trial(run_id="run-two", candidate_id="c1", seed="s6", cache_key="k-old",
+                      cached=True, status="ok", rollout_id=rid)  # fmt: skip
+        await ws.link_trials("run-two", [trial])  # numbered after the old ones
+        assert [t.seed for t in await ws.list_trials("run-two", offset=2)] == ["s6"]
+        assert await ws.count_trials("run-two") == {"paid": 1, "cached": 2, "errors": 0}
+
+
 async def test_newer_schema_is_refused_and_file_left_untouched(tmp_path: Path) -> None:
     async with Workspace(tmp_path / "ws") as ws:
         await ws.append_event((await ws.create_run(_config())).run_id, "created")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ import pydantic
 import pytest
 
 from schemas import CandidateRecord, ModelUsage, RunConfig, Trial, UserError, WorkspaceError
+from tests.workspace.conftest import Store
 from workspace import Workspace, resolve_workspace
 
 CONFIG = RunConfig(containers=["http://127.0.0.1:9"], max_metric_calls=50, seed=3)
@@ -179,3 +181,30 @@ async def test_paid_rollouts_and_their_trials_commit_together(
     assert (
         await ws.lookup(rollout("s3", run_id="run-nope").cache_key) is None
     )  # nothing half-stored
+
+
+async def test_trials_appended_by_two_processes_to_one_run_stay_numbered_in_order(
+    store: Store,
+) -> None:
+    """The feed's pages are positions in the run: appends from two connections at once must
+    leave them dense and in the order the trials were stored, and the counts exact."""
+    async with store.open() as a, store.open() as b:
+        run_id = (await a.create_run(CONFIG)).run_id
+
+        def trial(i: int) -> Trial:
+            return Trial(run_id=run_id, candidate_id="c", seed=f"s{i}", cache_key=f"k{i}",
+                         cached=i % 3 == 0, status="error" if i % 5 == 0 else "ok")  # fmt: skip
+
+        await asyncio.gather(
+            *(ws.link_trials(run_id, [trial(2 * i), trial(2 * i + 1)])
+              for i, ws in enumerate([a, b] * 30))
+        )  # fmt: skip
+        views = await b.list_trials(run_id, limit=1000)
+        assert len(views) == 120 and [v.seq for v in views] == sorted(v.seq for v in views)
+        assert await a.list_trials(run_id, offset=77, limit=5) == views[77:82]
+        assert await a.list_trials(run_id, offset=118) == views[118:]
+        assert await a.list_trials(run_id, offset=500) == []
+        cached = sum(1 for i in range(120) if i % 3 == 0)
+        errors = sum(1 for i in range(120) if i % 5 == 0)
+        paid = sum(1 for i in range(120) if i % 3 and i % 5)
+        assert await a.count_trials(run_id) == {"paid": paid, "cached": cached, "errors": errors}

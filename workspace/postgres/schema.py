@@ -35,7 +35,10 @@ __all__ = [
 
 # The advisory lock key held while migrating ("GEPAmigr" as a 64-bit number).
 MIGRATION_LOCK = 0x4745_5041_6D69_6772
-TABLES = ("runs", "candidates", "rollouts", "events", "frontier", "trials", "leases", "run_files")
+TABLES = (
+    "runs", "candidates", "rollouts", "events", "frontier", "trials", "trial_counts", "leases",
+    "run_files",
+)  # fmt: skip
 
 _TIME = "DOUBLE PRECISION NOT NULL"
 _V1 = Migration(
@@ -123,9 +126,18 @@ _V1 = Migration(
             cached       SMALLINT NOT NULL CHECK (cached IN (0, 1)),
             status       TEXT NOT NULL CHECK (status IN ('ok', 'error')),
             rollout_id   BIGINT REFERENCES rollouts (id),
-            created_at   {_TIME}
+            created_at   {_TIME},
+            pos          BIGINT NOT NULL
         )""",
-        "CREATE INDEX trials_by_run ON trials (run_id, seq)",
+        """CREATE TABLE trial_counts (
+            run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+            trials BIGINT NOT NULL DEFAULT 0,
+            paid   BIGINT NOT NULL DEFAULT 0,
+            cached BIGINT NOT NULL DEFAULT 0,
+            errors BIGINT NOT NULL DEFAULT 0
+        )""",
+        # pos: the trial's place in its run (workspace.trials), counted in trial_counts.
+        "CREATE UNIQUE INDEX trials_by_pos ON trials (run_id, pos)",
         "CREATE INDEX trials_by_candidate ON trials (run_id, candidate_id)",
         "CREATE INDEX trials_by_rollout ON trials (rollout_id)",
         f"""CREATE TABLE leases (
