@@ -67,7 +67,7 @@ class MiproSearch:
         self._baseline_train = baseline_train
         self._lock = asyncio.Lock()
         self._sampler = MinibatchSampler(
-            deps.state.train_seeds, deps.config.minibatch_size, deps.rng
+            deps.state.train_seeds, deps.config.minibatch_size, deps.rng, skip=deps.state.set_aside
         )
         self.instructions: list[str] = []
         self.demo_sets: list[tuple[Demo, ...]] = []

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient, RolloutOutcome
 from optimizer.runtime.events import EventSink
 from optimizer.runtime.limit_watch import LimitWatch
+from optimizer.runtime.seed_failures import INFRASTRUCTURE, SeedFailures, SetAside, failure_kind
 from schemas import (
     ContainerError,
     InvalidRollout,
@@ -55,11 +56,13 @@ FEEDBACK_IN_EVENTS = 400
 
 @dataclass(frozen=True)
 class SeedResult:
-    """The result of one (candidate, seed): ``reward`` is None when the rollout errored."""
+    """The result of one (candidate, seed): ``reward`` is None when the rollout errored, or
+    when the seed was ``set_aside`` (not sent: it failed for two other candidates before)."""
 
     seed: str
     record: RolloutRecord
     cached: bool
+    set_aside: bool = False
 
     @property
     def reward(self) -> float | None:
@@ -72,8 +75,12 @@ _FAILURES = {
     "timeout": ("timed out", "raise --rollout-timeout if the agent needs longer"),
     "invalid": ("answered 200 with a body that cannot be scored", "fix what the container returns"),
     "status": (
-        "failed after retries with HTTP errors",
-        "check the container's logs and rate limits",
+        "failed after retries with HTTP errors (a 500: the agent or verifier raised)",
+        "check the container's logs",
+    ),
+    "unavailable": (
+        "failed after retries with 429/502/503/504 answers",
+        "check the container's rate limits and that it and its model provider are up",
     ),
     "connection": (
         "failed after retries on refused or dropped connections",
@@ -88,34 +95,86 @@ _FAILURES = {
 
 @dataclass
 class ErrorGate:
-    """Stops a run whose paid rollouts fail too often to optimize on anything but noise."""
+    """Stops a run whose paid rollouts fail too often to optimize on anything but noise.
+
+    A seed that fails on its own (a seed fault, :mod:`optimizer.runtime.seed_failures`) counts
+    once however often it failed, and is set aside once it failed for two different
+    candidates; infrastructure faults count every time. The run stops when these errors pass
+    ``max_rate`` of the rollouts (repeats of failing seeds left out), or when the seeds set
+    aside pass ``max_rate`` of the run's ``seeds`` (a container that started failing on every
+    row after many good rollouts).
+    """
 
     max_rate: float
     min_attempts: int = 10
     ok: int = 0
-    errors: int = 0
+    faults: int = 0  # infrastructure faults, each counted
     reasons: Counter[str] = field(default_factory=Counter)
     last_error: dict[str, str] = field(default_factory=dict)
     timeout_s: float | None = None  # the rollout timeout, to suggest a longer one
+    seeds: int | None = None  # the run's seeds, for the share set aside (else: the seeds seen)
+    failures: SeedFailures = field(default_factory=SeedFailures)
+    seen: set[str] = field(default_factory=set)
 
-    def observe(self, record: RolloutRecord, reason: str = "status") -> None:
-        """Count one paid rollout; ``reason`` (a key of the failure kinds) for an error."""
+    @property
+    def errors(self) -> int:
+        """Failing seeds (each once) plus infrastructure faults."""
+        return len(self.failures.failed) + self.faults
+
+    @property
+    def set_aside(self) -> dict[str, SetAside]:
+        """The seeds set aside, in the order they were."""
+        return self.failures.aside
+
+    def observe(self, record: RolloutRecord, reason: str = "status") -> SetAside | None:
+        """Count one paid rollout, ``reason`` (``failure_kind``) for an error; the seed's
+        ``SetAside`` when this failure set it aside."""
+        self.seen.add(record.seed)
         if record.status == "ok":
             self.ok += 1
-            return
-        self.errors += 1
-        self.reasons[reason] += 1
+            return None
         self.last_error[reason] = (record.error or "")[:300]
+        if reason in INFRASTRUCTURE:
+            self.faults += 1
+            self.reasons[reason] += 1
+            return None
+        if record.seed not in self.failures.failed:
+            self.reasons[reason] += 1
+        return self.failures.observe(record, reason)
 
     def check(self) -> None:
         """Raise ``ContainerError`` once the error rate passes the threshold."""
         total = self.ok + self.errors
-        if total >= self.min_attempts and self.errors / total > self.max_rate:
-            kinds = "; ".join(self._kind(r, n) for r, n in self.reasons.most_common())
+        if total < self.min_attempts:
+            return
+        kinds = "; ".join(self._kind(r, n) for r, n in self.reasons.most_common())
+        limit = f"over the {self.max_rate:.0%} limit, --max-error-rate"
+        if self.errors / total > self.max_rate:
+            again = self.failures.repeats
+            repeats = f"; {again} repeated failures of those seeds counted once" if again else ""
             raise ContainerError(
-                f"{self.errors} of {total} rollouts failed (over the {self.max_rate:.0%} limit, "
-                f"--max-error-rate); the run cannot optimize on that: {kinds}"
+                f"{self.errors} of {total} rollouts failed ({limit}{repeats}); the run cannot "
+                f"optimize on that: {kinds}"
             )
+        aside, seeds = len(self.set_aside), self.seeds or len(self.seen)
+        if seeds and aside / seeds > self.max_rate:
+            raise ContainerError(
+                f"{aside} of {seeds} seeds failed for {self.failures.after} different candidates "
+                f"each and were set aside ({limit}); the run cannot optimize on what is left: "
+                f"{kinds}"
+            )
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a resumed run needs to set the same seeds aside (the run's checkpoint)."""
+        return self.failures.snapshot()
+
+    def restore(self, data: Mapping[str, Any] | None) -> None:
+        """Take a ``snapshot`` back; the failing seeds count again, once each."""
+        if data:
+            self.failures.restore(dict(data))
+            for note in self.failures.aside.values():
+                self.reasons[note.kind] += 1
+                self.last_error[note.kind] = note.error
 
     def _kind(self, reason: str, count: int) -> str:
         what, fix = _FAILURES.get(reason, _FAILURES["status"])
@@ -155,6 +214,7 @@ class RolloutQueue:
         concurrency: int = 4,
         policy: Policy | None = None,
         error_gate: ErrorGate | None = None,
+        on_set_aside: Callable[[SetAside], Awaitable[None]] | None = None,
         watch_every_s: float = 1.0,
     ) -> None:
         self._client = client
@@ -167,6 +227,7 @@ class RolloutQueue:
         self._policy = policy or Policy()
         self._policy_key = policy_key(self._policy)
         self._gate = error_gate or ErrorGate(max_rate=1.0)
+        self._on_set_aside = on_set_aside  # told after the seed_set_aside event
         self._jobs: asyncio.PriorityQueue[tuple[int, int, _Job, asyncio.Future[RolloutRecord]]] = (
             asyncio.PriorityQueue()
         )
@@ -223,8 +284,9 @@ class RolloutQueue:
         seeds = list(dict.fromkeys(seeds))
         chash = content_hash(dict(components))
         keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy_key) for seed in seeds}
-        hits = await self._workspace.lookup_many(list(keys.values()))
-        misses = [seed for seed in seeds if keys[seed] not in hits]
+        aside = self._set_aside(candidate_id, chash, seeds, keys)  # not sent, not looked up
+        hits = await self._workspace.lookup_many([k for s, k in keys.items() if s not in aside])
+        misses = [seed for seed in seeds if keys[seed] not in hits and seed not in aside]
         shared = {
             seed: self._inflight[keys[seed]] for seed in misses if keys[seed] in self._inflight
         }
@@ -235,7 +297,7 @@ class RolloutQueue:
             self._budget.reserve(len(fresh) - prebooked, final=final)
         else:
             self._budget.release(prebooked - len(fresh))
-        results = await self._reuse(candidate_id, seeds, keys, hits)
+        results = {**aside, **await self._reuse(candidate_id, seeds, keys, hits)}
         if fresh:
             batch = next(self._batches)
             loop = asyncio.get_running_loop()
@@ -263,6 +325,29 @@ class RolloutQueue:
                 results[seed] = SeedResult(seed=seed, record=record, cached=True)
         return {seed: results[seed] for seed in seeds}
 
+    def _set_aside(
+        self, candidate_id: str, chash: str, seeds: Sequence[str], keys: Mapping[str, str]
+    ) -> dict[str, SeedResult]:
+        """Results for the seeds set aside among ``seeds``: errors, never sent nor scored."""
+        out: dict[str, SeedResult] = {}
+        for seed in seeds:
+            note = self._gate.set_aside.get(seed)
+            if note is not None:
+                record = RolloutRecord(
+                    cache_key=keys[seed],
+                    run_id=self._run_id,
+                    candidate_id=candidate_id,
+                    candidate_hash=chash,
+                    fingerprint=self._fingerprint,
+                    seed=seed,
+                    policy=self._policy_key,
+                    status="error",
+                    attempts=0,
+                    error=f"not sent: {note.describe()}",
+                )
+                out[seed] = SeedResult(seed=seed, record=record, cached=False, set_aside=True)
+        return out
+
     async def _reuse(
         self,
         candidate_id: str,
@@ -289,7 +374,11 @@ class RolloutQueue:
     ) -> dict[str, SeedResult]:
         """The cached results among ``seeds``, read without counting a trial (no rollout)."""
         chash = content_hash(dict(components))
-        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy_key) for seed in seeds}
+        keys = {
+            seed: cache_key(self._fingerprint, chash, seed, self._policy_key)
+            for seed in seeds
+            if seed not in self._gate.set_aside
+        }
         hits = await self._workspace.lookup_many(list(keys.values()))
         return {
             seed: SeedResult(seed=seed, record=hits[key], cached=True)
@@ -300,7 +389,11 @@ class RolloutQueue:
     async def misses(self, components: Mapping[str, str], seeds: Sequence[str]) -> list[str]:
         """The seeds of ``seeds`` that ``evaluate`` would have to pay for now."""
         chash = content_hash(dict(components))
-        keys = {seed: cache_key(self._fingerprint, chash, seed, self._policy_key) for seed in seeds}
+        keys = {
+            seed: cache_key(self._fingerprint, chash, seed, self._policy_key)
+            for seed in seeds
+            if seed not in self._gate.set_aside
+        }
         hits = await self._workspace.lookup_many(list(keys.values()))
         return [s for s, k in keys.items() if k not in hits and k not in self._inflight]
 
@@ -354,7 +447,7 @@ class RolloutQueue:
             except (RolloutFailed, InvalidRollout) as exc:
                 record = self._record(job, None, attempts=exc.attempts, error=str(exc))
                 retries = exc.attempts - 1
-                reason = exc.reason if isinstance(exc, RolloutFailed) else "invalid"
+                reason = failure_kind(exc)
             except Exception as exc:  # noqa: BLE001 - handed to the waiting caller, not swallowed
                 if not future.done():
                     future.set_exception(exc)
@@ -425,7 +518,11 @@ class RolloutQueue:
                 input_tokens=record.usage.input_tokens,
                 output_tokens=record.usage.output_tokens,
             )
-            self._gate.observe(record, reason)
+            note = self._gate.observe(record, reason)
+            if note is not None:
+                await self._events.emit("seed_set_aside", note.as_dict())
+                if self._on_set_aside is not None:
+                    await self._on_set_aside(note)
         # One event per committed batch: the feed stays live when rollouts are slow, and a
         # fast container does not pay one event transaction per rollout.
         await self._emit_trials([(record, False) for record in records])

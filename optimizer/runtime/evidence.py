@@ -147,6 +147,7 @@ async def build_evidence(
         "plan": _plan_section(inputs.plan, seeds),
         **_usage_sections(inputs.budget, inputs.proposer_usage),
         "frontier": _frontier_section(s),
+        "set_aside": [note.as_dict() for note in s.set_aside.values()],
         "per_seed": _per_seed_section(s, seeds, base, best),
         "candidates": _candidates_section(s, seeds),
         "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),

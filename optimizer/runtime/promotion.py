@@ -122,7 +122,9 @@ async def _score(
         keep = set(missing[:room])
         subset = [s for s in seeds if s not in missing or s in keep]
         results = await queue.evaluate(candidate_id, record.components, subset, final=True)
-    table[candidate_id] = {s: r.reward for s, r in results.items() if r.reward is not None}
+    table[candidate_id] = {
+        s: r.reward for s, r in results.items() if r.reward is not None and s not in state.set_aside
+    }
     return True
 
 
@@ -140,7 +142,7 @@ async def select_and_promote(
     skipped: list[str] = []
     if plan.selection_split == "val":
         best_id, considered = await _choose_on_val(queue, state, baseline_id, plan, skipped)
-        selection_seeds = len(plan.val)
+        selection_seeds = len(state.kept(plan.val))
     else:
         best_id = choose_on_train(state, baseline_id)
         considered = list(dict.fromkeys([best_id, baseline_id]))
@@ -150,8 +152,9 @@ async def select_and_promote(
             skipped.append(cid)
     if best_id in skipped:
         best_id = baseline_id  # a winner that could not be measured is not promoted
-    best_scores = state.holdout.get(best_id, {})
-    base_scores = state.holdout.get(baseline_id, {})
+    holdout = state.kept(plan.holdout)  # a seed set aside meanwhile is compared nowhere
+    best_scores = {s: v for s, v in state.holdout.get(best_id, {}).items() if s in holdout}
+    base_scores = {s: v for s, v in state.holdout.get(baseline_id, {}).items() if s in holdout}
     lift = paired_bootstrap(best_scores, base_scores, rng)
     promoted = (
         best_id != baseline_id and lift.n > 0 and lift.lift > 0 and lift.lift >= min_improvement
@@ -167,12 +170,12 @@ async def select_and_promote(
         min_improvement=min_improvement,
         promoted=promoted,
         significant=lift.ci_low > 0,
-        best_holdout=mean_score(best_scores, plan.holdout),
-        baseline_holdout=mean_score(base_scores, plan.holdout),
+        best_holdout=mean_score(best_scores, holdout),
+        baseline_holdout=mean_score(base_scores, holdout),
         considered=tuple(considered),
         skipped=tuple(dict.fromkeys(skipped)),
         selection_seeds=selection_seeds,
-        holdout_seeds=len(plan.holdout),
+        holdout_seeds=len(holdout),
     )
     await events.emit("promotion", promotion.as_dict())
     return promotion
@@ -193,7 +196,7 @@ async def _choose_on_val(
     rank = {cid: i for i, cid in enumerate(state.order())}
 
     def key(cid: str) -> tuple[float, float, int]:
-        sel = mean_score(state.val.get(cid, {}), plan.val)
+        sel = mean_score(state.val.get(cid, {}), state.kept(plan.val))
         train = state.train_mean(cid) or 0.0
         return (-(sel if sel is not None else -1.0), -train, rank[cid])
 

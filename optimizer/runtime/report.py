@@ -31,6 +31,12 @@ def promotion_summary(packet: dict[str, Any]) -> str:
     skipped = packet.get("plan", {}).get("skipped", [])
     if skipped:
         lines.append("  budget: " + "; ".join(skipped))
+    aside = [note["seed"] for note in packet.get("set_aside", [])]
+    if aside:
+        lines.append(
+            f"  set aside: {len(aside)} seeds failed for 2 different candidates each and were "
+            f"not asked again nor scored ({', '.join(aside)})"
+        )
     if not promo["significant"] and promo["promoted"]:
         lines.append(
             "  note: the interval includes 0; more holdout seeds would make the lift certain"
@@ -85,6 +91,25 @@ def _plan_lines(packet: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def _set_aside_lines(notes: list[dict[str, Any]]) -> list[str]:
+    """Seeds that failed for two candidates: not asked again, in no score (never a 0)."""
+    if not notes:
+        return []
+    out = [
+        "## Seeds set aside",
+        "",
+        "Each failed after its retries for two different candidates, so it was not asked again "
+        "and is in no score: every mean, the frontier and the lift are over the other seeds.",
+        "",
+        "| seed | failed for | last error |",
+        "|---|---|---|",
+    ]
+    for note in notes:
+        error = note["error"].replace("\n", " ").replace("|", "/")[:200]
+        out.append(f"| {note['seed']} | {', '.join(note['candidates'])} | {error} |")
+    return [*out, ""]
+
+
 def _warning_lines(warnings: list[str]) -> list[str]:
     """What went wrong around the run without stopping it (a changed program, tracking)."""
     if not warnings:
@@ -121,6 +146,7 @@ def _head_lines(packet: dict[str, Any]) -> list[str]:
         "```",
         "",
         *_plan_lines(packet),
+        *_set_aside_lines(packet.get("set_aside") or []),
         *_warning_lines(packet.get("warnings") or []),
         "## Scores",
         "",

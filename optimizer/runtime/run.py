@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import time
 from collections.abc import Mapping
@@ -41,6 +42,7 @@ from optimizer.runtime.lease import HeldLease
 from optimizer.runtime.plan import RunPlan, plan_run
 from optimizer.runtime.program_check import ProgramWatch, check_resumed, check_splits
 from optimizer.runtime.promotion import Promotion, select_and_promote, selection_need
+from optimizer.runtime.seed_failures import SetAside
 from optimizer.runtime.run_config import (
     budget_warning,
     executed_config,
@@ -53,6 +55,7 @@ from proposer import ComponentSpec
 from proposer.external import proposer_for
 from schemas import (
     CandidateRecord,
+    ContainerError,
     GepaError,
     Policy,
     Program,
@@ -67,6 +70,7 @@ from workspace import Workspace
 __all__ = ["PROGRAM_CHECK_S", "Run", "RunResult"]
 
 PROGRAM_CHECK_S = 60.0  # how often a running run asks GET /program again, besides each phase
+RUN_STATE_KEYS = ("proposals", "budget", "seed_failures")  # the run's own, not the search's
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class _Parts:
     proposer: ProposerLike
     state: SearchState
     base: CandidateRecord
+    gate: ErrorGate
 
 
 class Run:
@@ -262,7 +267,28 @@ class Run:
             self.config, work_dir=self.workspace.run_dir(self.record.run_id) / "proposals"
         )
         state, base = await self._state(program, plan)
-        return _Parts(program, plan, budget, proposer, state, base)
+        return _Parts(program, plan, budget, proposer, state, base, self._gate(plan, state))
+
+    def _gate(self, plan: RunPlan, state: SearchState) -> ErrorGate:
+        """The gate on failed rollouts, with the seeds an earlier execution set aside."""
+        cfg = self.config
+        gate = ErrorGate(
+            max_rate=cfg.max_error_rate,
+            timeout_s=cfg.rollout_timeout_s,
+            seeds=len({*plan.train, *plan.val, *plan.holdout}),
+        )
+        gate.restore(self.record.state.get("seed_failures"))
+        for note in gate.set_aside.values():
+            state.set_seed_aside(note)
+        return gate
+
+    async def _seed_set_aside(self, parts: _Parts, note: SetAside) -> None:
+        """A seed failed for two candidates: out of the state, named, and checkpointed."""
+        parts.state.set_seed_aside(note)
+        if not parts.state.train_seeds:
+            raise ContainerError(f"every train seed was set aside; the last: {note.describe()}")
+        await self.warn(note.describe())
+        await self._checkpoint(parts)
 
     def _queue(self, client: ContainerClient, parts: _Parts) -> RolloutQueue:
         """The run's one rollout queue: cache first, bounded concurrency, budget booked."""
@@ -276,7 +302,8 @@ class Run:
             events=self.events,
             concurrency=cfg.concurrency,
             policy=Policy(model=cfg.task_model),
-            error_gate=ErrorGate(max_rate=cfg.max_error_rate, timeout_s=cfg.rollout_timeout_s),
+            error_gate=parts.gate,
+            on_set_aside=functools.partial(self._seed_set_aside, parts),
         )
 
     async def _checkpoint(self, parts: _Parts) -> None:
@@ -284,7 +311,12 @@ class Run:
         state = parts.state
         await self.workspace.update_run(
             self.record.run_id,
-            state={"proposals": state.proposals, "budget": parts.budget.snapshot(), **state.extra},
+            state={
+                "proposals": state.proposals,
+                "budget": parts.budget.snapshot(),
+                "seed_failures": parts.gate.snapshot(),
+                **state.extra,
+            },
         )
 
     async def _baseline_and_search(self, queue: RolloutQueue, parts: _Parts) -> str:
@@ -413,7 +445,7 @@ class Run:
         stored = self.record.state.get("proposals", {})
         state.proposals.update({str(k): v for k, v in stored.items()})
         state.extra.update(
-            {k: v for k, v in self.record.state.items() if k not in ("proposals", "budget")}
+            {k: v for k, v in self.record.state.items() if k not in RUN_STATE_KEYS}
         )
         baseline = program.baseline()
         base = CandidateRecord(

@@ -3,6 +3,9 @@
 Scores are derived from rollouts (which live in the workspace) and can always be rebuilt
 from the cache; this object only keeps them at hand. Mutated by one event loop; the search
 serialises its read-modify-write steps with its own lock.
+
+A seed set aside (:mod:`optimizer.runtime.seed_failures`) leaves ``train_seeds`` and every
+score table, so no mean, frontier or comparison counts it; ``kept`` filters other splits.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.runtime.frontier import Frontier, build_frontier, mean_score
+from optimizer.runtime.seed_failures import SetAside
 from schemas import CandidateRecord
 
 __all__ = ["SearchState"]
@@ -35,6 +39,7 @@ class SearchState:
     frontier: Frontier = field(default_factory=lambda: Frontier(winners={}, best={}))
     best_history: list[tuple[float, str, float]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # a strategy's own state, checkpointed
+    set_aside: dict[str, SetAside] = field(default_factory=dict)  # seeds no longer asked
 
     def add(self, record: CandidateRecord) -> None:
         """Register a candidate (idempotent)."""
@@ -46,7 +51,25 @@ class SearchState:
 
     def set_train(self, candidate_id: str, scores: Mapping[str, float | None]) -> Frontier:
         """Record a full train evaluation and rebuild the frontier."""
-        self.train[candidate_id] = {s: v for s, v in scores.items() if v is not None}
+        self.train[candidate_id] = {
+            s: v for s, v in scores.items() if v is not None and s not in self.set_aside
+        }
+        return self._rebuild()
+
+    def set_seed_aside(self, note: SetAside) -> Frontier:
+        """Take a seed out of the train seeds and of every score table; rebuild the frontier."""
+        self.set_aside[note.seed] = note
+        self.train_seeds = tuple(s for s in self.train_seeds if s != note.seed)
+        for table in (self.train, self.partial, self.minibatch, self.holdout, self.val):
+            for scores in table.values():
+                scores.pop(note.seed, None)
+        return self._rebuild()
+
+    def kept(self, seeds: Sequence[str]) -> list[str]:
+        """``seeds`` without those set aside."""
+        return [s for s in seeds if s not in self.set_aside]
+
+    def _rebuild(self) -> Frontier:
         self.frontier = build_frontier(self.train, self.train_seeds, self.order(), floor=self.floor)
         return self.frontier
 

@@ -34,6 +34,7 @@ class RunDigest:
         default_factory=dict
     )  # candidate -> share of train seeds won (among the seeds some candidate solved)
     covered: dict[str, int] | None = None  # {"covered": seeds some candidate solved, "seeds": n}
+    set_aside: list[dict[str, Any]] = field(default_factory=list)  # seeds no longer asked
     means: dict[str, float | None] = field(default_factory=dict)
     bests: dict[str, float | None] = field(default_factory=dict)  # highest seed reward
     winners: dict[str, list[str]] = field(default_factory=dict)
@@ -86,6 +87,8 @@ class RunDigest:
             self.winners = {str(k): list(v) for k, v in (data.get("winners") or {}).items()}
             if data.get("best"):
                 self.best = dict(data["best"])
+        elif kind == "seed_set_aside":
+            self.set_aside.append(dict(data))
         elif kind == "concurrency":
             self.concurrency = dict(data)
         elif kind == "warning" and isinstance(data.get("rate_limit"), dict):

@@ -45,6 +45,7 @@ def run_view(
         "proposals_rejected": digest.rejected,
         "coverage": digest.coverage,
         "covered": digest.covered,
+        "set_aside": digest.set_aside,
         "stop_reason": digest.stop_reason,
         "concurrency": digest.concurrency,
         "rate_limit": digest.rate_limit,

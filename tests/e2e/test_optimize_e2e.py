@@ -1,6 +1,6 @@
 """End-to-end: the optimizer against real ``gepa-runtime container`` processes on 127.0.0.1.
 
-The reflection model is a scripted OpenAI-compatible server (tests/fakes/reflection_server.py).
+The reflection model is a scripted OpenAI-compatible server (optimizer/testing/reflection.py).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from optimizer.searches import run_optimization
+from optimizer.testing import reflection_app, thread_server
 from schemas import RunConfig
 from tests.fakes.flaky_proxy import FlakyProxy
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import ROOT, rollout_calls, thread_server, toy_container
+from tests.fakes.servers import ROOT, rollout_calls, toy_container
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -139,6 +139,30 @@ async def test_flaky_container_gives_the_same_scores_and_reports_retries(
     assert [c["candidate_id"] for c in a["candidates"]] == [
         c["candidate_id"] for c in b["candidates"]
     ]
+
+
+async def test_rows_that_crash_the_agent_are_set_aside_and_the_run_completes(
+    tmp_path: Path, reflection_url: str
+) -> None:
+    # Two train rows raise in the agent on every call (the SDK answers 500): each is asked
+    # for two different candidates, then set aside; the run goes on and names them.
+    log, crashing = tmp_path / "calls.log", {"cow-0", "owl-1"}
+    with toy_container(log, env={"TOY_CRASH": ",".join(sorted(crashing))}) as url:
+        result = await run_optimization(
+            _config(url, reflection_url, max_retries=1), workspace=tmp_path / "ws"
+        )
+    packet = _assert_valid_packet(result.evidence_dir)
+    assert result.status == "completed"
+    assert {note["seed"] for note in packet["set_aside"]} == crashing
+    calls = rollout_calls(log)
+    for seed in crashing:
+        asked = [candidate for candidate, s in calls if s == seed]
+        assert len(set(asked)) == 2 and len(asked) == 4  # 2 candidates x (1 try + 1 retry)
+        assert packet["per_seed"]["train"][seed] == {"baseline": None, "best": None}
+        assert seed not in packet["frontier"]["train_seeds"]
+    assert packet["best"]["train"] == 1.0  # on the 22 train seeds that remain
+    report = (result.evidence_dir / "report.md").read_text()
+    assert "## Seeds set aside" in report and "HTTP 500" in report
 
 
 def _ok_rollouts(root: Path) -> set[tuple[str, str]]:

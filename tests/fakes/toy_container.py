@@ -3,7 +3,9 @@
 Each task asks for a label; the "agent" answers the label only when the candidate's prompt
 mentions it, so a prompt gets better by naming the right labels, which the scripted
 reflection model learns from the verifier feedback ("predicted unknown, expected cow").
-Every call appends ``<candidate hash> <seed>`` to ``$TOY_LOG`` so tests can count them.
+Every call appends ``<candidate hash> <seed>`` to ``$TOY_LOG`` so tests can count them. Seeds
+named in ``$TOY_CRASH`` (comma-separated) raise in the agent on every call, as a row with a bug
+does: the SDK answers 500.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ def answer(task: Task, candidate: Candidate) -> AgentResult:
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(f"{digest} {task.name}\n")
     time.sleep(float(os.environ.get("TOY_DELAY", "0")))
+    if task.name in os.environ.get("TOY_CRASH", "").split(","):
+        raise KeyError(f"row {task.name} has no field the agent needs")
     words = set(candidate.text.lower().replace(",", " ").replace(".", " ").split())
     label = str(task.expected)
     output = label if label in words else "unknown"

@@ -118,3 +118,13 @@ def test_minibatches_rotate_through_every_seed() -> None:
     again = MinibatchSampler(seeds, 3, random.Random(5))
     assert [again.next() for _ in range(3)] == batches
     assert MinibatchSampler(["x"], 5, random.Random(0)).next() == ["x"]
+
+
+def test_minibatches_leave_out_seeds_set_aside_meanwhile() -> None:
+    seeds, aside = [f"s{i}" for i in range(6)], set[str]()
+    sampler = MinibatchSampler(seeds, 4, random.Random(1), skip=aside)
+    first = sampler.next()
+    aside.update(["s0", "s1"])  # set aside after the epoch was drawn: a live view
+    later = [s for _ in range(5) for s in sampler.next()]
+    assert not {"s0", "s1"} & set(later)
+    assert {"s2", "s3", "s4", "s5"} <= set(later) and len(first) == 4

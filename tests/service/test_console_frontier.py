@@ -1,5 +1,5 @@
 """The console's frontier, in headless Chromium against a real service: a seed nobody solved is
-a miss, and coverage reads covered/total.
+a miss, coverage reads covered/total, and seeds set aside are named.
 
 The run is never started: the test writes a GEPA run's events straight into the workspace log,
 as the runner would (the runner's side is tests/optimizer/test_frontier_events.py).
@@ -38,6 +38,15 @@ EVENTS: list[tuple[str, dict[str, Any]]] = [
             "best": {"candidate_id": CHILD, "mean": 0.5},
         },
     ),
+    (
+        "seed_set_aside",
+        {
+            "seed": "cow-1",
+            "candidates": [BASE, CHILD],
+            "kind": "status",
+            "error": "rollout of seed 'cow-1' failed after 2 attempts: HTTP 500: KeyError",
+        },
+    ),
 ]
 
 
@@ -52,7 +61,7 @@ def _append(root: Path, run_id: str, events: list[tuple[str, dict[str, Any]]]) -
         pool.submit(asyncio.run, write()).result()
 
 
-def test_unsolved_seeds_are_misses_and_coverage_is_covered_of_total(
+def test_unsolved_seeds_are_misses_coverage_is_covered_of_total_and_set_aside_seeds_named(
     browser: Any, tmp_path: Path, reflection_url: str
 ) -> None:
     root = tmp_path / "ws"
@@ -71,6 +80,10 @@ def test_unsolved_seeds_are_misses_and_coverage_is_covered_of_total(
                 ({cls: td.className, title: td.title}))"""
         )
         counts = page.locator("#frontier td.count").all_inner_texts()
+        page.wait_for_selector("#set-aside:not([hidden])", timeout=15_000)
+        aside = page.inner_text("#set-aside")
+        last_error = page.get_attribute("#set-aside .seed", "title")
+        activity = page.inner_text("#activity")
         page.close()
     assert not errors, errors
     assert coverage == "2/4 covered"
@@ -78,3 +91,7 @@ def test_unsolved_seeds_are_misses_and_coverage_is_covered_of_total(
     assert [c["cls"] for c in cells] == ["cell win", "cell win", "cell miss", "cell miss"]
     assert cells[2]["title"] == "bee-0: a miss, no candidate solved it"
     assert counts == ["2/4"]
+    assert aside.startswith("Set aside (1): cow-1")
+    assert "failed for 2 different candidates; not asked again, never scored" in aside
+    assert last_error == "rollout of seed 'cow-1' failed after 2 attempts: HTTP 500: KeyError"
+    assert "seed cow-1 set aside" in activity

@@ -32,11 +32,14 @@ def test_digest_tracks_phase_budget_best_and_verdict() -> None:
         _event(10, "search_stopped", reason="budget"),
         _event(11, "promotion", promoted=True, lift=0.5),
         _event(12, "phase", phase="completed", evidence_dir="/x"),
+        _event(
+            13, "seed_set_aside", seed="s9", candidates=["base", "c1"], kind="status", error="x"
+        ),
     ]
     digest = RunDigest()
     for event in events:
         digest.fold(event)
-    assert digest.phase == "completed" and digest.seq == 12 and digest.last_event_at == 112.0
+    assert digest.phase == "completed" and digest.seq == 13 and digest.last_event_at == 113.0
     assert (
         digest.budget["paid"] == 4 and digest.budget["limit"] == 50 and digest.budget["cached"] == 1
     )
@@ -46,6 +49,7 @@ def test_digest_tracks_phase_budget_best_and_verdict() -> None:
     assert digest.means == {"base": 0.25, "c1": 0.75}
     assert digest.seeds_won() == {"c1": 2, "base": 1}
     assert digest.covered == {"covered": 2, "seeds": 2}
+    assert [n["seed"] for n in digest.set_aside] == ["s9"]
     assert digest.stop_reason == "budget" and digest.promotion == {"promoted": True, "lift": 0.5}
     assert digest.evidence_dir == "/x"
     assert "means" not in digest.as_dict()

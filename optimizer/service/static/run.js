@@ -11,7 +11,7 @@
 
   const S = {
     status: "created", phase: "created", active: false, error: null, budget: {}, best: null, baseline: null,
-    candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: {}, covered: null, iterations: 0, rejected: 0,
+    candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: {}, covered: null, setAside: [], iterations: 0, rejected: 0,
     startedAt: null, lastEventAt: null, lastSeq: 0, serverOffset: 0, lastBeat: null, quietAfter: 30, ended: false,
     program: null, stopReason: null, evidenceLoaded: false, feedOffset: 0, feedBusy: false, feedAgain: false,
     method: "gepa", mipro: Mipro.state(), concurrency: null, rateLimit: null,
@@ -93,6 +93,10 @@
         if (d.best) S.best = d.best;
         break;
       }
+      case "seed_set_aside":
+        S.setAside.push(d);
+        activity(ev.ts, `seed ${d.seed} set aside: it failed for ${(d.candidates || []).length} different candidates; not asked again, never scored`);
+        break;
       case "concurrency":
         if (S.concurrency && d.limit !== S.concurrency.limit) activity(ev.ts, `rollouts in flight: limit ${d.limit} of ${d.max}`);
         S.concurrency = d;
@@ -167,6 +171,12 @@
       ? [`${members.length} on the frontier · `, cid(members[0][0], members[0][0].slice(0, 8)), ` wins ${pct(members[0][1])} of the train seeds`]
       : [S.covered ? "no candidate solved a train seed yet" : "the baseline alone, until a child is scored on train"]));
     $("frontier-aside").textContent = S.stopReason ? `search stopped: ${S.stopReason}` : "which candidate wins which train seed";
+    const aside = $("set-aside");
+    aside.hidden = !S.setAside.length;
+    aside.replaceChildren(...(S.setAside.length ? [
+      el("b", {}, `Set aside (${S.setAside.length}): `),
+      ...S.setAside.map((n, i) => el("span", { class: "seed", title: n.error }, (i ? ", " : "") + n.seed)),
+      " — each failed for 2 different candidates; not asked again, never scored (hover for the last error)"] : []));
     Widgets.chart($("chart"), Object.assign({}, S, { now: S.ended || S.status !== "running" ? S.lastEventAt : serverNow() }));
     Widgets.frontier($("frontier"), S);
     Widgets.candidates(document.querySelector("#candidates tbody"), S);
