@@ -78,8 +78,7 @@ class Candidates:
             proposal = writing.result()
         except ProposerError as exc:
             d.budget.proposer_cost_usd = d.proposer_cost()
-            reason = getattr(exc, "reason", "error")  # TODO(issue 27): declared on ProposerError
-            await self.reject(key, iteration, parents, reason, str(exc)[:500])
+            await self.reject(key, iteration, parents, exc.reason, str(exc)[:500])
             return None
         d.budget.proposer_cost_usd = d.proposer_cost()
         return await self._child_of(key, iteration, origin, parents, proposal)

@@ -58,6 +58,13 @@ def _die_with_parent() -> None:
             PR_SET_PDEATHSIG, signal.SIGKILL
         )  # no state to save; SIGTERM waits for a generation
 
+# llama.cpp's CPU backend runs its threads under GNU OpenMP, whose idle threads spin (busy-wait)
+# for a while before they sleep. Two servers that compute at once on fewer cores than their
+# threads then steal each other's cores to spin: each slows down many times over
+# (``bench/llama_threads.py``). A passive wait puts idle threads to sleep at once; set
+# OMP_WAIT_POLICY in the environment to override it.
+QUIET_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
+
 
 class LlamaServer:
     """``python -m llama_cpp.server`` for one GGUF under one alias, as a child process.
@@ -142,7 +149,7 @@ class LlamaServer:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **self.env},
+                env={**QUIET_WAIT, **os.environ, **self.env},
                 # PDEATHSIG follows the spawning *thread*: only tie it to the main thread.
                 preexec_fn=_die_with_parent
                 if threading.current_thread() is threading.main_thread()
