@@ -38,7 +38,7 @@ async def smoke_proposal(
         proposal = await deps.proposer.propose(request)
     except ProposerError as exc:
         deps.budget.proposer_cost_usd = deps.proposer_cost()
-        return f" (smoke proposal rejected: {getattr(exc, 'reason', 'error')}: {str(exc)[:200]})"
+        return f" (smoke proposal rejected: {exc.reason}: {str(exc)[:200]})"
     deps.budget.proposer_cost_usd = deps.proposer_cost()
     components = {**base.components, **proposal.components}
     record = CandidateRecord(
