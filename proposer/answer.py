@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from schemas.exceptions import ProposalRejected
 
-__all__ = ["Shown", "parse_reply"]
+__all__ = ["Shown", "parse_reply", "unformatted_revision"]
 
 # "<<<COMPONENT name"; small models also drop the "<<<" or write a markdown header instead.
 _OPEN = re.compile(
@@ -323,3 +323,21 @@ def _first_paragraph(text: str) -> str:
     text = _MARKER_LINE.sub("", text).strip()
     first = re.split(r"\n[ \t]*\n", text, maxsplit=1)[0].strip()
     return "" if _ANGLED.fullmatch(first) else first
+
+
+def unformatted_revision(content: str, current: str) -> str | None:
+    """The revised text in an answer that ignored the format, when it is plainly one.
+
+    A hosted model sometimes answers with the new text as plain prose between a sentence of
+    preamble and one of sign-off, paragraphs apart. The revision is the run of paragraphs
+    from the first to the last one that shares a line with the ``current`` text; ``None``
+    when no paragraph does (a text rewritten from scratch, or no text at all).
+    """
+    ours = {line for line in _lines(current)}
+    if not ours:
+        return None
+    paragraphs = [p.strip() for p in re.split(r"\n[ \t]*\n", content.strip()) if p.strip()]
+    shared = [i for i, p in enumerate(paragraphs) if any(line in ours for line in _lines(p))]
+    if not shared:
+        return None
+    return "\n\n".join(paragraphs[shared[0] : shared[-1] + 1])

@@ -64,8 +64,11 @@ def check_candidate(
             raise ProposalRejected(
                 "unchanged", "the proposal is identical to its parent (up to whitespace)"
             )
-    if content_hash(dict(new)) in existing_hashes:
-        raise ProposalRejected("duplicate", "the proposal is identical to an existing candidate")
+    chash = content_hash(dict(new))
+    if chash in existing_hashes:
+        raise ProposalRejected(
+            "duplicate", "the proposal is identical to an existing candidate", content_hash=chash
+        )
 
 
 def unified_diff(old: Mapping[str, str], new: Mapping[str, str], old_label: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from proposer.answer import Shown, parse_reply
+from proposer.answer import Shown, parse_reply, unformatted_revision
 from proposer.brief import Brief, evidence_for
 from proposer.client import ChatReply, UsageMeter, reflection_is_local
 from proposer.guards import same_text
@@ -127,6 +127,9 @@ async def run_text(
     try:
         changed, rationale = _parse(reply, brief, config, shown)
     except ProposalRejected as exc:
+        salvaged = _unformatted(exc, reply, brief, config)
+        if salvaged is not None:
+            return {**brief.base, **salvaged}, "(the answer ignored the format; its text was read)"
         if exc.reason == "cut_off":
             again = [
                 *messages[:-1],
@@ -147,6 +150,22 @@ async def run_text(
         ]
         changed, rationale = _parse(await meter.chat(messages), brief, config, shown)
     return {**brief.base, **changed}, rationale
+
+
+def _unformatted(
+    exc: ProposalRejected, reply: ChatReply, brief: Brief, config: ProposerConfig
+) -> dict[str, str] | None:
+    """A hosted model's revision written without the block format, read as it is.
+
+    Asking again would cost a call and a round's wait for the same text in blocks. Only a
+    finished answer with one target, from a hosted model: a small local model that ignores
+    the format mostly copies the request, which the block-first request is for.
+    """
+    if exc.reason != "no_submission" or len(brief.targets) != 1 or reflection_is_local(config):
+        return None
+    target = brief.targets[0]
+    text = unformatted_revision(reply.content, brief.base.get(target, ""))
+    return {target: text} if text else None
 
 
 def _parse(

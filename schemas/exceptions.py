@@ -141,11 +141,26 @@ class ProposerError(GepaError):
 
 
 class ProposalRejected(ProposerError):
-    """A proposal failed a guard; ``reason`` is a short machine-readable tag."""
+    """A proposal failed a guard; ``reason`` is a short machine-readable tag.
 
-    def __init__(self, reason: str, message: str, *, usage: ModelUsage | None = None) -> None:
+    ``content_hash`` is the refused text's content hash where the guard computed it: for a
+    ``duplicate``, the existing candidate's (so the search can tell a repeat of a sibling's
+    edit from an answer that went back to an older text).
+    """
+
+    content_hash: str | None
+
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        usage: ModelUsage | None = None,
+        content_hash: str | None = None,
+    ) -> None:
         super().__init__(f"{reason}: {message}", usage=usage)
         self.reason = reason
+        self.content_hash = content_hash
 
 
 class PromptTooLong(ProposalRejected):

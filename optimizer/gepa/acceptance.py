@@ -3,12 +3,12 @@
 Children are accepted one at a time, in the background while their writers write again.
 What keeps parallel proposals as good as sequential ones happens here:
 
-- **Stacking.** Children waiting for the same base are replayed on it one after another
-  (three-way merges, no reflection call) and judged as one candidate on the whole train
-  split: one train evaluation for a wave of writers instead of a gate and an evaluation each.
+- **Stacking** (``optimizer.gepa.stacking``). Children waiting for the same base are
+  replayed on it and judged as one candidate on the whole train split; a stack that broke
+  seeds its base solved is stacked again without the children to blame.
 - **Rebasing.** A child written on the best while a sibling replaced that best is replayed on
-  the new best and gated against it; one whose edit the best already has is dropped; one
-  whose edit conflicts stays on its own branch and is gated against its parent.
+  the new best and gated against it; one whose edit the best already has, or whose edit
+  conflicts with what the best changed, is dropped.
 - **Sideways children.** One that fixes its seeds but breaks a look-alike's, no better on
   the mean, is built on next, shown the seeds it broke (``follow_up``).
 """
@@ -19,18 +19,19 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass
 
 from optimizer.gepa.candidates import Candidates
 from optimizer.gepa.context import SearchContext
 from optimizer.gepa.gate import Gate
 from optimizer.gepa.merge3 import merge_components
 from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, Showing
+from optimizer.gepa.stacking import Stacking, Waiting
 from optimizer.runtime.deps import score_on_train
 from optimizer.runtime.dispatch import SeedResult
 from schemas import BudgetExhausted, CandidateRecord
 
 __all__ = ["CONFLICT", "REDUNDANT", "Acceptance", "Waiting"]
+
 
 CONFLICT, REDUNDANT = "conflict", "redundant"  # why a rebase did not apply
 # Proposals asked for within this many seconds of each other count as written together: a
@@ -39,20 +40,6 @@ CONFLICT, REDUNDANT = "conflict", "redundant"  # why a rebase did not apply
 TOGETHER_S = 0.5
 GATHER_SHARE = 0.25
 GATHER_MAX_S = 2.0
-
-
-@dataclass
-class Waiting:
-    """A child that passed its proposal and waits its turn to be gated and accepted."""
-
-    iteration: int
-    child: CandidateRecord
-    parent_id: str
-    best_at_start: str | None
-    minibatch: list[str]
-    context: list[str]
-    done: bool = False  # accepted as part of a stack (``Acceptance._stack``)
-    stackable: bool = True  # not yet in a stack that failed its gate
 
 
 class Acceptance:
@@ -71,6 +58,7 @@ class Acceptance:
         # seeds it broke, writers still to build on it, shown those first) (``follow_up``).
         self._follow: dict[str, tuple[list[str], int]] = {}
         self.merge_due = False  # a child was accepted since the last merge
+        self._stacking = Stacking(ctx, gate, candidates, self)
 
     def next_follow_up(self) -> tuple[str, list[str]] | None:
         """A sideways child to build on next and the seeds it broke, if one is queued."""
@@ -125,7 +113,7 @@ class Acceptance:
             if span is not None:
                 await self._gather(*span)
             async with self._ctx.accepting:
-                if entry.done or await self._stack(entry):
+                if entry.done or await self._stacking.stack(entry):
                     return
                 await self._accept_one(entry, parent_mb)
         finally:
@@ -156,7 +144,7 @@ class Acceptance:
         candidate, against, seeds, extension = child, parent_id, minibatch, context
         if (onto := self._superseded(parent_id, entry.best_at_start)) is not None:
             rebased = await self._rebase(iteration, 0, child, parent_id, onto)
-            if rebased == REDUNDANT:
+            if rebased in (REDUNDANT, CONFLICT):
                 return
             if isinstance(rebased, CandidateRecord):
                 parent_scores = d.state.train.get(parent_id, {})
@@ -168,68 +156,12 @@ class Acceptance:
         ):
             await self.full_train(candidate.candidate_id, against)
 
-    async def _stack(self, entry: Waiting) -> bool:
-        """Accept ``entry`` together with the other children waiting on the same base.
-
-        Children written at the same time on one parent each add their own fix; their base
-        is that parent, or the best that replaced it when the parent was the best
-        (``_base_of``). Replayed one after another on the base (three-way merges, no
-        reflection call), they make one candidate that is scored on train once
-        (``Gate.on_train``), instead of a gate and a train evaluation per child in turn.
-        One that is worse than its base leaves each child to its own gate; one that only
-        trades seeds with it is built on next (``follow_up``).
-        """
-        d = self._ctx.deps
-        if not entry.stackable:
-            return False
-        base = self._base_of(entry)
-        merged, used = self._replay_on(base, entry)
-        if len(used) < 2 or entry not in used:
-            return False
-        ids = [w.child.candidate_id for w in used]
-        record = await self._candidates.derive(
-            f"{entry.iteration}s",
-            merged,
-            (base, *ids),
-            f"stacked: the edits of {', '.join(ids)} (written at the same time) replayed on "
-            f"{base}. " + " | ".join(w.child.rationale for w in used),
-            "merge",
-            entry.iteration,
-        )
-        if record is None:
-            return False
-        await d.events.emit(
-            "stack",
-            {
-                "iteration": entry.iteration,
-                "candidate_id": record.candidate_id,
-                "children": ids,
-                "onto": base,
-            },
-        )
-        if await self._gate.on_train(entry.iteration, record, base):
-            for w in used:
-                w.done = True
-            await self.full_train(record.candidate_id, base)
-            return True
-        if not self._sideways(record.candidate_id, base):
-            for w in used:  # some edit hurt: each child is gated on its own
-                w.stackable = False
-            return False
-        # As good as its base, winning other seeds: the edits trade seeds (look-alike rules).
-        # Gating each child alone would pay a gate and a train evaluation per child to find
-        # the same; the next proposals build on the stack, shown the seeds it broke.
-        for w in used:
-            w.done = True
-        self.follow_up(record.candidate_id, base)
-        return True
-
-    def _base_of(self, w: Waiting) -> str:
+    def base_of(self, w: Waiting) -> str:
         """What a waiting child's edit is replayed on: the best that replaced its parent, if
         its parent was the best when it was asked, else its parent."""
         return self._superseded(w.parent_id, w.best_at_start) or w.parent_id
 
-    def _sideways(self, candidate_id: str, base: str) -> bool:
+    def sideways(self, candidate_id: str, base: str) -> bool:
         """Whether a fully scored candidate ties ``base``'s train mean and wins other seeds."""
         s = self._ctx.deps.state
         mean, base_mean = s.train_mean(candidate_id), s.train_mean(base)
@@ -239,25 +171,6 @@ class Acceptance:
             and abs(mean - base_mean) < 1e-9
             and candidate_id in s.frontier.members()
         )
-
-    def _replay_on(self, base: str, entry: Waiting) -> tuple[dict[str, str], list[Waiting]]:
-        """The waiting children's edits replayed on ``base`` (``entry`` first), and who added one.
-
-        A child counts when its base (``_base_of``) is ``base`` and its three-way merge
-        applies cleanly and changes something.
-        """
-        d = self._ctx.deps
-        queue = [entry, *(w for w in self.waiting if w is not entry and not w.done)]
-        merged, used = dict(d.state.candidates[base].components), []
-        for w in queue:
-            if not w.stackable or self._base_of(w) != base:
-                continue
-            parent = d.state.candidates[w.parent_id].components
-            m = merge_components(parent, merged, w.child.components)
-            if m is not None and m != merged:
-                merged = m
-                used.append(w)
-        return merged, used
 
     async def _seeds_for(
         self, parent_id: str, targets: Sequence[str], rotation: list[str]
@@ -294,9 +207,13 @@ class Acceptance:
     ) -> CandidateRecord | str:
         """``child``'s edit replayed on ``onto`` (a clean three-way merge), or why not.
 
-        ``CONFLICT``: the edits overlap, the child stays on its own branch. ``REDUNDANT``:
-        the best already has the child's edit (or the rebased text exists), so the child
-        would only pay a train evaluation to learn what is known.
+        ``CONFLICT``: the child changed what the new best changed, another way (a rewrite
+        of the text, or two edits of one sentence): the best's version already won, and
+        keeping the child on a branch of the stale parent would send writers and merges
+        after a line the search has left; it is dropped, and the failures it was shown are
+        shown again while the best still has them. ``REDUNDANT``: the best already has the
+        child's edit (or the rebased text exists), so the child would only pay a train
+        evaluation to learn what is known.
         """
         d = self._ctx.deps
         parent, best = d.state.candidates[parent_id], d.state.candidates[onto]
@@ -311,6 +228,7 @@ class Acceptance:
                     "onto": onto,
                     "applied": False,
                     "reason": "conflict" if merged is None else "already in the best",
+                    "dropped": True,
                 },
             )
             return why

@@ -22,6 +22,7 @@ from schemas import (
     CandidateRecord,
     ModelUsage,
     Origin,
+    ProposalRejected,
     ProposerError,
     candidate_id_for,
     content_hash,
@@ -78,7 +79,8 @@ class Candidates:
             proposal = writing.result()
         except ProposerError as exc:
             d.budget.proposer_cost_usd = d.proposer_cost()
-            await self.reject(key, iteration, parents, exc.reason, str(exc)[:500])
+            repeated = exc.content_hash if isinstance(exc, ProposalRejected) else None
+            await self.reject(key, iteration, parents, exc.reason, str(exc)[:500], repeated)
             return None
         d.budget.proposer_cost_usd = d.proposer_cost()
         return await self._child_of(key, iteration, origin, parents, proposal)
@@ -103,12 +105,21 @@ class Candidates:
         return writing
 
     async def reject(
-        self, key: str, iteration: int, parents: tuple[str, ...], reason: str, message: str
+        self,
+        key: str,
+        iteration: int,
+        parents: tuple[str, ...],
+        reason: str,
+        message: str,
+        repeated: str | None = None,
     ) -> None:
-        """Log the iteration as one that made no candidate (a resumed run replays that too)."""
+        """Log the iteration as one that made no candidate (a resumed run replays that too).
+
+        ``repeated`` is the content hash of the existing text a duplicate repeats, if known.
+        """
         d = self._ctx.deps
         d.state.proposals[key] = None
-        self._showing.rejected(iteration, parents, reason)
+        self._showing.rejected(iteration, parents, reason, self._with_hash(repeated))
         await d.events.emit(
             "proposal_rejected",
             {
@@ -119,6 +130,13 @@ class Candidates:
             },
         )
         await d.checkpoint()
+
+    def _with_hash(self, chash: str | None) -> str | None:
+        """The candidate whose text has content hash ``chash``."""
+        if chash is None:
+            return None
+        items = self._ctx.deps.state.candidates.items()
+        return next((cid for cid, c in items if c.content_hash == chash), None)
 
     async def _child_of(
         self,
@@ -149,7 +167,9 @@ class Candidates:
         if any(c.content_hash == content_hash(components) for c in d.state.candidates.values()):
             # Another worker stored the same text while this one was written.
             message = "another proposal written at the same time has the same text"
-            await self.reject(key, iteration, parents, "duplicate", message)
+            await self.reject(
+                key, iteration, parents, "duplicate", message, content_hash(components)
+            )
             return None
         record = CandidateRecord(
             run_id=d.run_id,

@@ -134,7 +134,9 @@ class Gate:
         self._gating.add(child.candidate_id)
         self._gates[child.candidate_id] += 1
         try:
-            first = await d.queue.evaluate(child.candidate_id, child.components, seeds)
+            ahead = self._ahead(seeds, extension)
+            first = await d.queue.evaluate(child.candidate_id, child.components, seeds + ahead)
+            first = {s: first[s] for s in seeds}
             seeds, child_res = await self.extend(
                 child, parent_ids, results, first, seeds, extension
             )
@@ -143,6 +145,25 @@ class Gate:
         finally:
             self._gating.discard(child.candidate_id)
         return accepted
+
+    def _ahead(self, seeds: list[str], extension: Sequence[str]) -> list[str]:
+        """Train seeds to score the child on in the gate's round of rollouts, not judged on.
+
+        With one proposal in flight the gate's minibatch leaves most of the concurrency idle
+        for its round; the seeds sent in those slots (the extension first, then the rest of
+        the train split) are cached for the extension and the full train evaluation, so a
+        child that passes saves a round of rollouts, and one that fails cost at most a
+        round's spare slots. With several in flight, other writers use those slots.
+        """
+        d = self._ctx.deps
+        spare = d.config.concurrency - len(seeds)
+        room = d.budget.search_room()
+        if room is not None:
+            spare = min(spare, room - len(seeds))
+        if self._ctx.in_flight > 1 or spare <= 0:
+            return []
+        rest = [s for s in dict.fromkeys([*extension, *d.state.train_seeds]) if s not in seeds]
+        return rest[:spare]
 
     async def extend(
         self,

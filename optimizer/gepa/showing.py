@@ -161,12 +161,26 @@ class Showing:
         self.shown.subtract(shown.marks)
         self.writers -= 1
 
-    def rejected(self, iteration: int, parents: tuple[str, ...], reason: str) -> None:
-        """A proposal made no candidate: a repeat counts against its parent."""
-        if reason == "duplicate" and len(parents) == 1:
-            self.repeats[parents[0]] += 1
-        if reason in ("duplicate", "unchanged") and len(parents) == 1:
-            self._kept.add(iteration)  # the model saw the failures and wrote nothing new
+    def rejected(
+        self, iteration: int, parents: tuple[str, ...], reason: str, repeats: str | None = None
+    ) -> None:
+        """A proposal made no candidate: a repeat counts against its parent.
+
+        An unchanged text, or one a sibling already wrote, says the model saw the failures
+        and found nothing new to write. A text that goes back to one of the parent's
+        ancestors (an answer that dropped the parent's own edit) is a regression, not that:
+        the failures shown may still be fixed by another answer.
+        """
+        if len(parents) != 1:
+            return
+        parent = parents[0]
+        if reason == "duplicate":
+            self.repeats[parent] += 1
+            went_back = repeats is not None and (repeats in ancestors(self._ctx.lineage(), parent))
+            if not went_back:
+                self._kept.add(iteration)
+        elif reason == "unchanged":
+            self._kept.add(iteration)
 
     def seeds(
         self, parent_id: str, rotation: list[str], broken: Sequence[str] = (), *, share: bool = True

@@ -1,0 +1,231 @@
+"""Stacking: children written at the same time replayed on one base, judged once on train.
+
+A wave of writers on one parent each adds its own fix. Replayed one after another on their
+base (three-way merges, no reflection call), their edits make one candidate that is scored
+on every train seed once, instead of a gate and a train evaluation per child in turn. Real
+reflection models err: one answer of a wave may drop or garble a rule the text had. A stack
+that broke seeds its base solved is stacked again without the children to blame
+(``Stacking._blame``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from optimizer.gepa.candidates import Candidates
+from optimizer.gepa.context import SearchContext
+from optimizer.gepa.gate import Gate
+from optimizer.gepa.merge3 import merge_components
+from schemas import CandidateRecord
+
+if TYPE_CHECKING:
+    from optimizer.gepa.acceptance import Acceptance
+
+__all__ = ["Stacking", "Waiting"]
+
+
+@dataclass
+class Waiting:
+    """A child that passed its proposal and waits its turn to be gated and accepted."""
+
+    iteration: int
+    child: CandidateRecord
+    parent_id: str
+    best_at_start: str | None
+    minibatch: list[str]
+    context: list[str]
+    done: bool = False  # accepted as part of a stack (``Acceptance._stack``)
+    stackable: bool = True  # not yet in a stack that failed its gate
+
+
+def _removes(parent: CandidateRecord, child: CandidateRecord) -> bool:
+    """Whether ``child``'s edit removed or rewrote a (non-blank) line of ``parent``'s text."""
+    for name, text in parent.components.items():
+        kept = {line.strip() for line in child.components.get(name, "").splitlines()}
+        if any(line.strip() and line.strip() not in kept for line in text.splitlines()):
+            return True
+    return False
+
+
+class Stacking:
+    """Stacks the children waiting on one base (``Acceptance`` asks, in its turn)."""
+
+    def __init__(
+        self, ctx: SearchContext, gate: Gate, candidates: Candidates, acceptance: Acceptance
+    ) -> None:
+        self._ctx = ctx
+        self._gate = gate
+        self._candidates = candidates
+        self._acceptance = acceptance
+
+    async def stack(self, entry: Waiting) -> bool:
+        """Accept ``entry`` together with the other children waiting on the same base.
+
+        Children written at the same time on one parent each add their own fix; their base
+        is that parent, or the best that replaced it when the parent was the best
+        (``_base_of``). Replayed one after another on the base (three-way merges, no
+        reflection call), they make one candidate that is scored on train once
+        (``Gate.on_train``), instead of a gate and a train evaluation per child in turn.
+        A stack that broke seeds its base solved is stacked again without the children to
+        blame (``_blame``). One that is worse than its base leaves each child to its own
+        gate; one that only trades seeds with it is built on next (``follow_up``).
+        """
+        if not entry.stackable:
+            return False
+        base = self._acceptance.base_of(entry)
+        merged, used = self._replay_on(base, entry)
+        if len(used) < 2 or entry not in used:
+            return False
+        record = await self._stacked(entry.iteration, "s", base, merged, used)
+        if record is None:
+            return False
+        better = await self._gate.on_train(entry.iteration, record, base)
+        culprits = await self._blame(entry.iteration, record, base, used)
+        if culprits:
+            for w in used:
+                w.done = True
+            if better:
+                await self._acceptance.full_train(record.candidate_id, base)
+            against = record.candidate_id if better else base
+            await self._without(entry.iteration, base, used, culprits, against)
+            return True
+        if better:
+            for w in used:
+                w.done = True
+            await self._acceptance.full_train(record.candidate_id, base)
+            return True
+        if not self._acceptance.sideways(record.candidate_id, base):
+            for w in used:  # some edit hurt: each child is gated on its own
+                w.stackable = False
+            return False
+        # As good as its base, winning other seeds: the edits trade seeds (look-alike rules).
+        # Gating each child alone would pay a gate and a train evaluation per child to find
+        # the same; the next proposals build on the stack, shown the seeds it broke.
+        for w in used:
+            w.done = True
+        self._acceptance.follow_up(record.candidate_id, base)
+        return True
+
+    async def _stacked(
+        self, iteration: int, suffix: str, base: str, merged: dict[str, str], used: list[Waiting]
+    ) -> CandidateRecord | None:
+        """The stack of ``used`` on ``base`` stored as a candidate, and announced."""
+        ids = [w.child.candidate_id for w in used]
+        record = await self._candidates.derive(
+            f"{iteration}{suffix}",
+            merged,
+            (base, *ids),
+            f"stacked: the edits of {', '.join(ids)} (written at the same time) replayed on "
+            f"{base}. " + " | ".join(w.child.rationale for w in used),
+            "merge",
+            iteration,
+        )
+        if record is not None:
+            await self._ctx.deps.events.emit(
+                "stack",
+                {
+                    "iteration": iteration,
+                    "candidate_id": record.candidate_id,
+                    "children": ids,
+                    "onto": base,
+                },
+            )
+        return record
+
+    async def _blame(
+        self, iteration: int, stack: CandidateRecord, base: str, used: list[Waiting]
+    ) -> list[Waiting]:
+        """The children of a stack that broke seeds its base solved.
+
+        Suspects are the children whose edit removed or rewrote a line of their parent: an
+        edit that only adds text can break seeds too (a rule for one of two look-alike
+        cases), but that trade is what a follow-up builds on. Each suspect's edit alone on
+        the base is scored on the broken seeds (one round of rollouts); those that fail one
+        are to blame. A stack with no suspects costs nothing more.
+        """
+        d = self._ctx.deps
+        mine, theirs = d.state.train.get(stack.candidate_id, {}), d.state.train.get(base, {})
+        broken = [s for s in d.state.train_seeds if s in mine and mine[s] < theirs.get(s, 0.0)]
+        suspects = [w for w in used if _removes(d.state.candidates[w.parent_id], w.child)]
+        if not broken or not suspects:
+            return []
+        singles = [await self._alone(iteration, k, w, base) for k, w in enumerate(suspects)]
+        tried = [(w, rec) for w, rec in zip(suspects, singles, strict=True) if rec is not None]
+        results = await asyncio.gather(
+            *(d.queue.evaluate(rec.candidate_id, rec.components, broken) for _, rec in tried)
+        )
+        culprits = [
+            w
+            for (w, _), res in zip(tried, results, strict=True)
+            if any(r.reward is not None and r.reward < theirs[s] for s, r in res.items())
+        ]
+        await d.events.emit(
+            "blame",
+            {
+                "iteration": iteration,
+                "candidate_id": stack.candidate_id,
+                "broken": broken,
+                "suspects": [w.child.candidate_id for w in suspects],
+                "culprits": [w.child.candidate_id for w in culprits],
+            },
+        )
+        return culprits
+
+    async def _alone(self, iteration: int, k: int, w: Waiting, base: str) -> CandidateRecord | None:
+        """``w``'s edit alone on ``base``: the child itself when it was written on ``base``."""
+        d = self._ctx.deps
+        if w.parent_id == base:
+            return w.child
+        parent, onto = d.state.candidates[w.parent_id], d.state.candidates[base]
+        single = merge_components(parent.components, onto.components, w.child.components)
+        if single is None or single == dict(onto.components):
+            return None
+        rationale = (
+            f"the edit of {w.child.candidate_id} alone on {base}, to find what a stack broke"
+        )
+        return await self._candidates.derive(
+            f"{iteration}b{k}", single, (base, w.child.candidate_id), rationale, "merge", iteration
+        )
+
+    async def _without(
+        self,
+        iteration: int,
+        base: str,
+        used: list[Waiting],
+        culprits: list[Waiting],
+        against: str,
+    ) -> None:
+        """Stack the children not to blame on ``base`` again; accept it if it beats ``against``."""
+        rest = [w for w in used if w not in culprits]
+        merged = dict(self._ctx.deps.state.candidates[base].components)
+        for w in rest:
+            parent = self._ctx.deps.state.candidates[w.parent_id].components
+            m = merge_components(parent, merged, w.child.components)
+            if m is not None:
+                merged = m
+        if not rest or merged == dict(self._ctx.deps.state.candidates[base].components):
+            return
+        record = await self._stacked(iteration, "t", base, merged, rest)
+        if record is not None and await self._gate.on_train(iteration, record, against):
+            await self._acceptance.full_train(record.candidate_id, against)
+
+    def _replay_on(self, base: str, entry: Waiting) -> tuple[dict[str, str], list[Waiting]]:
+        """The waiting children's edits replayed on ``base`` (``entry`` first), and who added one.
+
+        A child counts when its base (``_base_of``) is ``base`` and its three-way merge
+        applies cleanly and changes something.
+        """
+        d = self._ctx.deps
+        queue = [entry, *(w for w in self._acceptance.waiting if w is not entry and not w.done)]
+        merged, used = dict(d.state.candidates[base].components), []
+        for w in queue:
+            if not w.stackable or self._acceptance.base_of(w) != base:
+                continue
+            parent = d.state.candidates[w.parent_id].components
+            m = merge_components(parent, merged, w.child.components)
+            if m is not None and m != merged:
+                merged = m
+                used.append(w)
+        return merged, used
