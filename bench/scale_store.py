@@ -201,9 +201,15 @@ async def _store_facts(target: str) -> tuple[list[str], dict[str, int], set[tupl
         return runs, counts, committed, events
 
 
+async def _migrate(target: str) -> None:
+    async with Workspace(target, run_files="/nonexistent"):
+        pass  # a writer creates the schema, so that readers may follow from the first instant
+
+
 def _kill_and_resume(
     target: str, toy: str, reflection: str, log: Path, away: list[str], env: dict[str, str]
 ) -> dict[str, Any]:
+    asyncio.run(_migrate(target))
     runner = subprocess.Popen(
         [*away, *CLI, *_run_flags(toy, reflection, target)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
