@@ -149,7 +149,7 @@ async def test_a_url_that_keeps_refusing_rests_longer_each_time() -> None:
 
     async def handler(request: httpx.Request) -> httpx.Response:
         # The rest its last refusal earned, as routing sees it.
-        (endpoint,) = holder[0]._endpoints  # noqa: SLF001
+        (endpoint,) = holder[0]._endpoints.all  # noqa: SLF001
         rest = endpoint.limit.down_until - asyncio.get_running_loop().time()
         rests.append(max(0.0, round(rest)))
         if len(rests) <= 4:
