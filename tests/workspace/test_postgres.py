@@ -176,3 +176,10 @@ async def test_the_pool_stays_within_its_bound(postgres_store_url: str, rollout)
         )
         assert ours[0][0] <= 3
         assert await ws.count_trials(run_id) == {"paid": 60, "cached": 0, "errors": 0}
+
+
+def test_a_url_made_into_a_path_is_refused_not_made_a_folder(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="pass the URL as a string"):
+        Workspace(Path("postgresql://gepa@db/gepa"))
+    assert list(tmp_path.iterdir()) == []
