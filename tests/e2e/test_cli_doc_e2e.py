@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.testing import reflection_app, thread_server
 from tests.fakes.openai_router import ModelRouter
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import FAKES, thread_server
+from tests.fakes.servers import FAKES
 from tests.fakes.student_server import create_app as student_app
 from workspace import Workspace
 

@@ -20,10 +20,10 @@ from typing import Any
 import httpx
 import pytest
 
+from optimizer.testing import reflection_app, thread_server
 from tests.conformance import node
 from tests.fakes.otlp_receiver import create_app as otlp_app
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import FAKES, ROOT, thread_server
+from tests.fakes.servers import FAKES, ROOT
 from tests.fakes.student_server import create_app as student_app
 
 pytestmark = pytest.mark.e2e

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import ROOT, rollout_calls, thread_server, toy_container
+from optimizer.testing import reflection_app, thread_server
+from tests.fakes.servers import ROOT, rollout_calls, toy_container
 from tests.service.processes import serve_process
 from workspace import Workspace
 

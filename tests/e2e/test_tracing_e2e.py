@@ -16,11 +16,11 @@ import pytest
 
 from optimizer.searches import run_optimization
 from optimizer.service.views import trial_views
+from optimizer.testing import reflection_app, thread_server
 from schemas import RunConfig
 from tests.conformance import node
 from tests.fakes.otlp_receiver import create_app as otlp_app
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import FAKES, ROOT, rollout_calls, thread_server, toy_container
+from tests.fakes.servers import FAKES, ROOT, rollout_calls, toy_container
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e

@@ -24,9 +24,9 @@ from optimizer import (
 )
 from optimizer.api.spec.config import run_config
 from optimizer.api.spec.rows import find_label_column, spec_rows
+from optimizer.testing import thread_server
 from schemas import TemplateError, UserError
 from tests.fakes import spec_models
-from tests.fakes.servers import thread_server
 
 TEMPLATE = PromptTemplate(
     system="Classify the customer query.", user_template="Query: {query}\nIntents: {intents}"
