@@ -84,7 +84,7 @@ class RunConfig(BaseModel):
     proposer_command: str | None = Field(default=None, min_length=1)
     proposer_env: list[str] = Field(default_factory=list)
     proposer_timeout_s: float = Field(default=900.0, gt=0)
-    # Experiment tracking (optimizer.runtime.tracking_mlflow): an MLflow tracking server's URI; unset,
+    # Experiment tracking (optimizer.runtime.tracking): an MLflow tracking server's URI; unset,
     # GEPA_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI of the running process is used if set.
     mlflow_tracking_uri: str | None = Field(default=None, min_length=1)
 
