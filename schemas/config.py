@@ -60,6 +60,10 @@ class RunConfig(BaseModel):
     max_merges: int = Field(default=5, ge=0)
     holdout_top_k: int = Field(default=3, ge=1)
     min_holdout_improvement: float = 0.0
+    # A program without holdout seeds is refused (the lift must be measured on seeds that took
+    # no part in choosing the winner), unless this is set: the spec API's runs (train and val
+    # seeds only) then measure the lift on the seeds that chose the winner, and say so.
+    lift_without_holdout: bool = False
     seed: int = 0
     # Reliability.
     max_retries: int = Field(default=5, ge=0)

@@ -191,7 +191,15 @@ class _Checker:
                 "the program has no train seeds",
                 "give the container a train split (--splits-file)",
             )
-        if not seeds.holdout:
+        if not seeds.holdout and self.config.lift_without_holdout:
+            self.add(
+                "holdout seeds",
+                True,
+                "none: the lift is measured on the seeds that choose the winner "
+                "(lift_without_holdout), so it includes the luck of that choice",
+                warning=True,
+            )
+        elif not seeds.holdout:
             self.add(
                 "holdout seeds",
                 False,

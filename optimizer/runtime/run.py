@@ -370,7 +370,7 @@ class Run:
         """Check the program, fit the plan to the budget, restore the counters, announce it."""
         cfg, run_id, seeds = self.config, self.record.run_id, program.seeds
         self.method.prepare(cfg)  # e.g. a missing extra: refused before the baseline is paid
-        check_splits(program)
+        check_splits(program, cfg)
         limit = metric_call_limit(cfg, seeds)
         plan = plan_run(
             limit,
