@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from examples.banking77.main_job import LOCAL_KEY, _process  # noqa: E402
+from examples.banking77.main_job import LOCAL_KEY  # noqa: E402
+from examples.processes import serving_process  # noqa: E402
 from optimizer.local_models import free_port, install_models, serve_models  # noqa: E402
 
 
@@ -69,7 +70,7 @@ def main() -> int:
                "GEPA_STUDENT_MODEL": "student"}  # fmt: skip
         container = f"http://127.0.0.1:{port}"
         cmd = [sys.executable, "-m", "examples.calculator", "--port", str(port)]
-        with _process(cmd, env, f"{container}/health", "the calculator container"):
+        with serving_process(cmd, env, f"{container}/health", "the calculator container"):
             packets = {
                 m: _run(m, container, served.reflection.base_url, workspace, args)
                 for m in ("gepa", "mipro")

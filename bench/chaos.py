@@ -34,8 +34,7 @@ import memory_bench  # noqa: E402
 from chaos_procs import Scene, cli  # noqa: E402
 from chaos_scenarios import SCENARIOS  # noqa: E402
 
-from tests.fakes.reflection_server import create_app as reflection_app  # noqa: E402
-from tests.fakes.servers import thread_server  # noqa: E402
+from optimizer.testing import reflection_app, thread_server  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ bench (``bench/chaos.py``) audits a run against what this process logged and wha
 
 - **Deterministic scores**: seed ``<label>-<i>`` scores 1.0 when the candidate's
   ``system_prompt`` names ``<label>`` as a word, else 0.0 (feedback ``expected <label>``, which
-  the scripted reflection model of ``tests/fakes/reflection_server.py`` learns from).
+  the scripted reflection model of ``optimizer/testing/reflection.py`` learns from).
 - **Faults** (``--faults``): the first and second request of a (candidate, seed) may be
   answered by a fault chosen from a hash of (candidate, seed, attempt): 429 with
   ``Retry-After: 0``, 503 with ``Retry-After: 1``, 500, a connection dropped in the middle of

@@ -22,8 +22,8 @@ from typing import Any
 import chaos_audit as audit
 import httpx
 
+from optimizer.testing import free_port, wait_http
 from schemas import RunRecord
-from tests.fakes.servers import free_port, wait_http
 from workspace import Workspace
 
 BENCH = Path(__file__).resolve().parent

@@ -33,7 +33,7 @@ from chaos_procs import (
     wait_paid,
 )
 
-from tests.fakes.servers import thread_server
+from optimizer.testing import thread_server
 
 
 def faults(scene: Scene) -> None:

@@ -23,6 +23,7 @@ import uvicorn
 from container.app import create_app
 from container.loader import load_target
 from container.program import ServedProgram
+from container.server_flags import add_server_flags, listen_port
 from schemas import UserError
 
 __all__ = ["add_parser", "serve", "serve_until_stopped"]
@@ -77,34 +78,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         default=env("GEPA_SPLITS_FILE"),
         help='JSON {"train": [...], "val": [...], "holdout": [...]}',
     )
-    parser.add_argument("--host", default=env("GEPA_CONTAINER_HOST", "127.0.0.1"))
-    parser.add_argument(
-        "--port",
-        default=env("GEPA_CONTAINER_PORT", "8100"),
-        help="port to listen on; 0 picks a free one (default 8100)",
-    )
-    parser.add_argument(
-        "--token",
-        default=env("GEPA_CONTAINER_TOKEN"),
-        help="require Authorization: Bearer TOKEN on /program and /rollout",
-    )
-    parser.add_argument(
-        "--log-level",
-        default=env("GEPA_LOG_LEVEL", "info"),
-        choices=["critical", "error", "warning", "info", "debug"],
+    add_server_flags(
+        parser,
+        server="CONTAINER",
+        port=8100,
+        token_help="require Authorization: Bearer TOKEN on /program and /rollout "
+        "(env GEPA_CONTAINER_TOKEN)",
     )
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        port = int(args.port)
-    except ValueError:
-        raise UserError(
-            f"--port / GEPA_CONTAINER_PORT must be a number, got {args.port!r}"
-        ) from None
-    if not 0 <= port <= 65535:
-        raise UserError(f"--port must be in 0..65535, got {port}")
+    port = listen_port(args, server="CONTAINER")
     if args.dspy:
         from container.dspy import dspy_app_from_specs
 

@@ -60,6 +60,10 @@ class RunConfig(BaseModel):
     max_merges: int = Field(default=5, ge=0)
     holdout_top_k: int = Field(default=3, ge=1)
     min_holdout_improvement: float = 0.0
+    # A program without holdout seeds is refused (the lift must be measured on seeds that took
+    # no part in choosing the winner), unless this is set: the spec API's runs (train and val
+    # seeds only) then measure the lift on the seeds that chose the winner, and say so.
+    lift_without_holdout: bool = False
     seed: int = 0
     # Reliability.
     max_retries: int = Field(default=5, ge=0)
@@ -84,7 +88,7 @@ class RunConfig(BaseModel):
     proposer_command: str | None = Field(default=None, min_length=1)
     proposer_env: list[str] = Field(default_factory=list)
     proposer_timeout_s: float = Field(default=900.0, gt=0)
-    # Experiment tracking (optimizer.runtime.tracking_mlflow): an MLflow tracking server's URI; unset,
+    # Experiment tracking (optimizer.runtime.tracking): an MLflow tracking server's URI; unset,
     # GEPA_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI of the running process is used if set.
     mlflow_tracking_uri: str | None = Field(default=None, min_length=1)
 

@@ -37,8 +37,10 @@ class Dialect:
 
 
 # SQLite has one writer at a time (BEGIN IMMEDIATE): a transaction's reads are already locked.
+# PostgreSQL's NO KEY UPDATE makes read-modify-writes of one run take turns without holding
+# up the inserts that only reference the run (trials, events: their foreign key checks).
 SQLITE = Dialect("sqlite", insertion_order="rowid", lock_rows="")
-POSTGRES = Dialect("postgres", insertion_order="seq", lock_rows=" FOR UPDATE")
+POSTGRES = Dialect("postgres", insertion_order="seq", lock_rows=" FOR NO KEY UPDATE")
 
 
 class Conn(Protocol):

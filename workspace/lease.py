@@ -21,9 +21,11 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from schemas.exceptions import UserError
 from workspace.conn import Conn
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "Takeover",
     "drop_lease",
     "fetch_lease",
+    "lease_timeout",
     "leased_message",
     "new_lease",
     "pid_alive",
@@ -118,6 +121,25 @@ def stale_reason(lease: Lease, *, now: float, timeout_s: float | None = None) ->
     if age > timeout_s:
         return f"no heartbeat for {age:.0f} s (the limit is {timeout_s:.0f} s)"
     return None
+
+
+def lease_timeout(given: float | None, env: Mapping[str, str] | None = None) -> float:
+    """The timeout a process's leases promise: ``given``, else ``$GEPA_LEASE_TIMEOUT``
+    (seconds), else ``LEASE_TIMEOUT_S``; outside 1 s to a day is a ``UserError``."""
+    environ = os.environ if env is None else env
+    raw = environ.get("GEPA_LEASE_TIMEOUT") if given is None else str(given)
+    if not raw:
+        return LEASE_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 1.0 <= value <= 86400.0:
+        raise UserError(
+            f"GEPA_LEASE_TIMEOUT / lease_timeout_s {raw!r}: give the seconds after which a run "
+            "whose process stopped beating is taken over, from 1 to 86400 (default 60)"
+        )
+    return value
 
 
 def leased_message(

@@ -23,6 +23,7 @@ __all__ = ["DEFAULT_WORKSPACE", "DatabaseURL", "mask_url", "resolve_workspace", 
 DEFAULT_WORKSPACE = ".gepa"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _POSTGRES = ("postgresql", "postgres")
+_FOLDED = re.compile(r"^(postgresql|postgres):$", re.IGNORECASE)
 
 
 def mask_url(url: str) -> str:
@@ -47,7 +48,15 @@ class DatabaseURL:
 
 def workspace_target(value: str | os.PathLike[str] | DatabaseURL) -> Path | DatabaseURL:
     """A folder, or the PostgreSQL URL ``value`` names; another URL scheme is a ``UserError``."""
-    if isinstance(value, DatabaseURL | Path):
+    if isinstance(value, DatabaseURL):
+        return value
+    if isinstance(value, Path) and value.parts and _FOLDED.match(value.parts[0]):
+        # Path("postgresql://u@h/db") is "postgresql:/u@h/db": the URL was lost on the way.
+        raise UserError(
+            f"workspace {value}: a URL made into a path loses its '//'; pass the URL as a "
+            "string (postgresql://USER@HOST:PORT/DBNAME)"
+        )
+    if isinstance(value, Path):
         return value
     text = os.fspath(value)
     match = _SCHEME.match(text)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from schemas.config import RunConfig
 from schemas.exceptions import RunLeased, UserError, WorkspaceError
@@ -37,15 +37,14 @@ from schemas.records import (
     TrialView,
 )
 from workspace import candidates, events, frontier, removal, rollouts, runs, trials
+from workspace.backends import backend_for
 from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace, strict_json
-from workspace.db import Database
-from workspace.files import DatabaseFiles, FolderFiles, RunFiles
 from workspace.lease import (
-    LEASE_TIMEOUT_S,
     Lease,
     Takeover,
     drop_lease,
     fetch_lease,
+    lease_timeout,
     leased_message,
     new_lease,
     put_lease,
@@ -55,9 +54,6 @@ from workspace.lease import (
 from workspace.location import DEFAULT_WORKSPACE, DatabaseURL, resolve_workspace, workspace_target
 from workspace.redact import Scrubber
 from workspace.runfolder import check_run_id
-
-if TYPE_CHECKING:
-    from workspace.postgres.db import PostgresDatabase
 
 __all__ = ["DEFAULT_WORKSPACE", "Workspace", "resolve_workspace"]
 
@@ -93,25 +89,15 @@ class Workspace:
             )
         self.trace_cap_bytes = trace_cap_bytes
         self.readonly = readonly
-        self.lease_timeout_s = _lease_timeout(lease_timeout_s)
-        target = workspace_target(root)
-        self._db: Database | PostgresDatabase
-        self._files: RunFiles
-        if isinstance(target, DatabaseURL):
-            self._db = _postgres(target, readonly=readonly, pool_size=pool_size)
-            self.backend = "postgres"
-            self.location = str(target)  # the password masked
-            chosen = run_files or os.environ.get("GEPA_RUN_FILES") or DEFAULT_WORKSPACE
-            self.root = Path(chosen).expanduser()
-            self.db_path: Path | None = None
-            self._files = DatabaseFiles(self.root, self._db, self.location)
-        else:
-            self.backend = "sqlite"
-            self.root = target
-            self.location = str(target)
-            self.db_path = self.root / "workspace.sqlite"
-            self._db = Database(self.db_path, readonly=readonly, busy_timeout_s=busy_timeout_s)
-            self._files = FolderFiles(self.root, self._db, self.location)
+        self.lease_timeout_s = lease_timeout(lease_timeout_s)
+        backend = backend_for(
+            workspace_target(root), readonly=readonly, busy_timeout_s=busy_timeout_s,
+            run_files=run_files, pool_size=pool_size,
+        )  # fmt: skip
+        self.backend = backend.name
+        self.root, self.location, self.db_path = backend.root, backend.location, backend.db_path
+        self._db = backend.db
+        self._files = backend.files
         # Everything written goes through it; a run adds the keys it knows (scrubber.add).
         self.scrubber = Scrubber()
 
@@ -455,32 +441,3 @@ class Workspace:
         host's run gets its files copied from the database. Returns the folder.
         """
         return await self._files.checkout(run_id)
-
-
-def _lease_timeout(given: float | None) -> float:
-    """``given``, else ``$GEPA_LEASE_TIMEOUT`` (seconds), else ``LEASE_TIMEOUT_S``."""
-    raw = os.environ.get("GEPA_LEASE_TIMEOUT") if given is None else str(given)
-    if not raw:
-        return LEASE_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 1.0 <= value <= 86400.0:
-        raise UserError(
-            f"GEPA_LEASE_TIMEOUT / lease_timeout_s {raw!r}: give the seconds after which a run "
-            "whose process stopped beating is taken over, from 1 to 86400 (default 60)"
-        )
-    return value
-
-
-def _postgres(url: DatabaseURL, *, readonly: bool, pool_size: int) -> PostgresDatabase:
-    """The PostgreSQL engine (psycopg is an optional dependency: the [postgres] extra)."""
-    try:
-        from workspace.postgres.db import PostgresDatabase
-    except ImportError as exc:
-        raise UserError(
-            f"--workspace {url} is a PostgreSQL store, which needs psycopg: "
-            f"pip install 'gepa-runtime[postgres]' ({exc})"
-        ) from exc
-    return PostgresDatabase(url.url, readonly=readonly, pool_size=pool_size)

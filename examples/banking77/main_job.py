@@ -25,8 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from examples.processes import serving_process
 from optimizer.local_models import free_port, install_models, serve_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,35 +34,6 @@ LOCAL_KEY = "sk-local-no-key-needed"
 
 def _say(text: str) -> None:
     print(f"[banking77] {text}", flush=True)
-
-
-def _wait(url: str, proc: subprocess.Popen[bytes], what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"{what} exited with code {proc.returncode}; see the lines above")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=2.0).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise SystemExit(f"{what} did not answer {url} within {timeout:.0f}s")
-
-
-@contextlib.contextmanager
-def _process(cmd: Sequence[str], env: dict[str, str], url: str, what: str) -> Iterator[None]:
-    """Start one process, wait for ``url``, and always stop it (by its own pid)."""
-    proc = subprocess.Popen(list(cmd), cwd=ROOT, env=env)
-    try:
-        _wait(url, proc, what)
-        yield
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @contextlib.contextmanager
@@ -176,8 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "warning",
         ]
         with (
-            _process(container_cmd, env, f"{container}/health", "the Banking77 container"),
-            _process(serve_cmd, env, f"{console}/api/health", "gepa-runtime serve"),
+            serving_process(container_cmd, env, f"{container}/health", "the Banking77 container"),
+            serving_process(serve_cmd, env, f"{console}/api/health", "gepa-runtime serve"),
         ):
             _say(
                 f"Banking77 container on {container} ({args.train_size} train / {args.holdout_size} holdout queries)"

@@ -249,13 +249,14 @@ class _Workspace:
 
     def __init__(self, workspace: Workspace | str | Path) -> None:
         self._given = workspace if isinstance(workspace, Workspace) else None
-        self._path = None if isinstance(workspace, Workspace) else Path(workspace)
+        # A str stays a str: a postgresql:// URL is no path (Path() would fold its "//").
+        self._target = None if isinstance(workspace, Workspace) else workspace
         self._owned: Workspace | None = None
 
     async def __aenter__(self) -> Workspace:
         if self._given is not None:
             return self._given
-        self._owned = Workspace(self._path or ".gepa")
+        self._owned = Workspace(self._target or ".gepa")
         await self._owned.open()
         return self._owned
 

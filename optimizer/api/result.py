@@ -66,6 +66,10 @@ class OptimizationResult:
     best_components: Mapping[str, str] = field(default_factory=dict)
     promoted: bool = False
     lift: float = 0.0
+    # Where ``lift`` was measured: "holdout" (seeds that took no part in choosing the winner),
+    # or, for a spec run without holdout seeds, "val" / "train": the seeds that chose it, so
+    # the lift includes the luck of that choice.
+    measured_on: str = "holdout"
     members: tuple[Member, ...] = ()
     run: RunResult | None = None
 
@@ -126,6 +130,7 @@ async def build_result(
         best_components=best["components"],
         promoted=bool(packet["promotion"]["promoted"]),
         lift=float(packet["promotion"]["lift"]),
+        measured_on=str(packet["promotion"].get("measured_on", "holdout")),
         members=members,
         run=run,
     )

@@ -24,26 +24,30 @@ from pydantic import ValidationError
 
 from container import load_dataset, load_splits, load_target, load_verifier
 from optimizer.checks.findings import Finding, render_findings
-from optimizer.checks.sample_rollouts import sample_findings
+from optimizer.checks.sample_rollouts import findings_of, sample_rollouts
 from optimizer.mipro import load_optuna, surface_for
 from optimizer.runtime.budget import resolve_metric_calls
 from optimizer.runtime.embedded import EmbeddedContainer, module_spec
 from optimizer.runtime.plan import auto_budget_warning, holdout_overlap, plan_run
 from proposer import Endpoint, ProposerConfig, resolve_endpoint
 from proposer.external import check_proposer_command
-from schemas import PROTOCOL, Health, Program, RunConfig, UserError
+from schemas import PROTOCOL, Health, Program, RolloutRecord, RunConfig, UserError
 
-__all__ = ["SAMPLE_ROLLOUTS", "Finding", "preflight", "render_findings"]
+__all__ = ["SAMPLE_ROLLOUTS", "Finding", "preflight", "preflight_for_run", "render_findings"]
 
 T = TypeVar("T")
 SAMPLE_ROLLOUTS = 2
 
 
 class _Checker:
-    def __init__(self, config: RunConfig, http: httpx.AsyncClient) -> None:
+    def __init__(
+        self, config: RunConfig, http: httpx.AsyncClient, run_id: str | None = None
+    ) -> None:
         self.config = config
         self.http = http
+        self.run_id = run_id  # the run the sample rollouts are sent for (create), if any
         self.findings: list[Finding] = []
+        self.samples: list[RolloutRecord] = []  # the scored ones, for that run's cache
 
     def add(
         self, check: str, ok: bool, message: str, fix: str = "", *, warning: bool = False
@@ -187,7 +191,15 @@ class _Checker:
                 "the program has no train seeds",
                 "give the container a train split (--splits-file)",
             )
-        if not seeds.holdout:
+        if not seeds.holdout and self.config.lift_without_holdout:
+            self.add(
+                "holdout seeds",
+                True,
+                "none: the lift is measured on the seeds that choose the winner "
+                "(lift_without_holdout), so it includes the luck of that choice",
+                warning=True,
+            )
+        elif not seeds.holdout:
             self.add(
                 "holdout seeds",
                 False,
@@ -211,9 +223,11 @@ class _Checker:
 
     async def rollouts(self, url: str, program: Program, token: str | None, count: int) -> None:
         """The baseline on a few train seeds: a mistake every rollout would repeat fails here."""
-        self.findings += await sample_findings(
-            url, program, self.config, http=self.http, token=token, count=count
+        outcomes = await sample_rollouts(
+            url, program, self.config, http=self.http, token=token, count=count, run_id=self.run_id
         )
+        self.samples = [o.record for o in outcomes if o.record is not None]
+        self.findings += findings_of(outcomes)
 
     def method(self, program: Program | None) -> None:
         if self.config.method == "gepa":
@@ -404,11 +418,26 @@ async def preflight(
     ``sample_rollouts`` baseline rollouts go to the container on train seeds (0: none); the
     reflection model is never called.
     """
-    return await _with_http(http, lambda client: _run_checks(config, client, sample_rollouts))
+    checker = await _with_http(http, lambda client: _run_checks(config, client, sample_rollouts))
+    return checker.findings
 
 
-async def _run_checks(config: RunConfig, http: httpx.AsyncClient, samples: int) -> list[Finding]:
-    checker = _Checker(config, http)
+async def preflight_for_run(
+    config: RunConfig, run_id: str | None, *, sample_rollouts: int = SAMPLE_ROLLOUTS
+) -> tuple[list[Finding], list[RolloutRecord]]:
+    """``preflight`` for the run ``run_id`` about to be created (``optimize create``): the
+    findings, and the sample rollouts that scored, sent as that run sends them, to store in
+    its rollout cache (none when ``run_id`` is None: samples as a dry-run sends them)."""
+    checker = await _with_http(
+        None, lambda client: _run_checks(config, client, sample_rollouts, run_id)
+    )
+    return checker.findings, checker.samples
+
+
+async def _run_checks(
+    config: RunConfig, http: httpx.AsyncClient, samples: int, run_id: str | None = None
+) -> _Checker:
+    checker = _Checker(config, http, run_id)
     token = config.container_token.get_secret_value() if config.container_token else None
     program: Program | None = None
     if not config.containers and not config.module:
@@ -433,7 +462,7 @@ async def _run_checks(config: RunConfig, http: httpx.AsyncClient, samples: int) 
         checker.add(
             "task model", True, f"{config.task_model} (sent to the container as policy.model)"
         )
-    return checker.findings
+    return checker
 
 
 async def _check_containers(

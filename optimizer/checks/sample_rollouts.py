@@ -4,9 +4,11 @@ Some mistakes only show when the target runs: a row the template cannot render, 
 no label under a verifier that needs one, a target that returns the wrong type (the SDK
 answers 422 for each, on every attempt), or a target that crashes (500 on every retry).
 Sending the baseline on a few train seeds through the real container, with the run's token,
-policy and client, shows them before any budget is spent. Nothing is stored and nothing is
-counted: a dry-run makes no run, so these rollouts fill no cache and spend no budget (the
-student model is called, which is the point).
+policy and client, shows them before any budget is spent. A dry-run makes no run: it stores
+nothing and spends no budget (the student model is called, which is the point). ``optimize
+create`` sends them as the run will (its run id, the baseline's candidate id, with traces) and
+stores the scored ones in the workspace's rollout cache, so the run reads them back instead of
+paying for the same (candidate, seed) again.
 """
 
 from __future__ import annotations
@@ -20,26 +22,35 @@ import httpx
 
 from optimizer.checks.findings import Finding
 from optimizer.runtime.client import ContainerClient, RetryPolicy
+from optimizer.runtime.dispatch import scored_record
 from schemas import (
+    InvalidRollout,
     Policy,
     Program,
     ProtocolViolation,
     RolloutFailed,
+    RolloutRecord,
     RolloutRequest,
     RunConfig,
     UserError,
+    cache_key,
+    candidate_id_for,
+    content_hash,
+    policy_key,
 )
 
-__all__ = ["SampleOutcome", "sample_findings", "sample_rollouts", "sample_seeds"]
+__all__ = ["SampleOutcome", "findings_of", "sample_findings", "sample_rollouts", "sample_seeds"]
 
 DRY_RUN_ID = "dry-run"
 UNAVAILABLE = frozenset({None, 408, 425, 429, 502, 503, 504})  # None: timeout, lost connection
-Verdict = Literal["scored", "refused", "crashed", "unavailable"]
+Verdict = Literal["scored", "refused", "crashed", "unscorable", "unavailable"]
 FIXES: dict[Verdict, str] = {
     "refused": "a run would stop at the first such rollout (a refusal or an answer outside "
     "the protocol is not retried): fix what the message names, then run the dry-run again",
     "crashed": "a run would retry it, then count it as an errored rollout (and stop past "
     "--max-error-rate): the container's log has the traceback",
+    "unscorable": "a run counts it as an errored rollout, not retried (and stops past "
+    "--max-error-rate): fix what the container returns",
     "unavailable": "a run retries this with backoff; if it persists, check the container's "
     "log and its student model's rate limits",
 }
@@ -53,6 +64,7 @@ class SampleOutcome:
     verdict: Verdict
     reward: float | None = None
     problem: str = ""
+    record: RolloutRecord | None = None  # a scored rollout sent for a run: what it stores
 
 
 def sample_seeds(train: Sequence[str], count: int) -> list[str]:
@@ -71,8 +83,13 @@ async def sample_rollouts(
     http: httpx.AsyncClient,
     token: str | None,
     count: int,
+    run_id: str | None = None,
 ) -> list[SampleOutcome]:
-    """The baseline on ``count`` train seeds of ``program`` at ``url``, concurrently."""
+    """The baseline on ``count`` train seeds of ``program`` at ``url``, concurrently.
+
+    With ``run_id`` (``optimize create``) they are sent as that run will send them, and each
+    scored one carries the ``record`` the run's rollout cache takes.
+    """
     client = ContainerClient(
         [url],
         token=token,
@@ -81,9 +98,9 @@ async def sample_rollouts(
             max_retries=2, base_delay_s=0.2, max_delay_s=5.0, timeout_s=config.rollout_timeout_s
         ),
     )
-    policy = Policy(model=config.task_model)
+    sample = _Sample(client, program, Policy(model=config.task_model), run_id)
     seeds = sample_seeds(program.seeds.train, count)
-    return list(await asyncio.gather(*(_one(client, program, seed, policy) for seed in seeds)))
+    return list(await asyncio.gather(*(sample.one(seed) for seed in seeds)))
 
 
 async def sample_findings(
@@ -97,16 +114,25 @@ async def sample_findings(
 ) -> list[Finding]:
     """The sample rollouts as dry-run findings: the scores, then each distinct problem."""
     outcomes = await sample_rollouts(url, program, config, http=http, token=token, count=count)
+    return findings_of(outcomes)
+
+
+def findings_of(outcomes: list[SampleOutcome]) -> list[Finding]:
+    """Sample outcomes as findings: the scores (and where they are kept), then each problem."""
     findings = []
     scored = [o for o in outcomes if o.verdict == "scored"]
     if scored:
         rewards = ", ".join(f"{o.reward:g} ({o.seed})" for o in scored)
+        kept = (
+            "kept in the rollout cache: the run reads them, it does not send them again"
+            if any(o.record is not None for o in scored)
+            else "not stored, no budget spent"
+        )
         findings.append(
             Finding(
                 "baseline rollouts",
                 True,
-                f"{len(scored)} of {len(outcomes)} train seeds scored: {rewards}; "
-                "not stored, no budget spent",
+                f"{len(scored)} of {len(outcomes)} train seeds scored: {rewards}; {kept}",
             )
         )
     for outcome, seeds in _distinct_problems(outcomes):
@@ -124,26 +150,53 @@ async def sample_findings(
     return findings
 
 
-async def _one(
-    client: ContainerClient, program: Program, seed: str, policy: Policy
-) -> SampleOutcome:
-    request = RolloutRequest(
-        run_id=DRY_RUN_ID,
-        candidate_id="baseline",
-        candidate=program.baseline(),
-        seed=seed,
-        policy=policy,
-        return_trace=False,
-    )
-    try:
-        outcome, _ = await client.rollout(request)
-    except (ProtocolViolation, UserError) as exc:  # a 4xx, a malformed answer, a refused token
-        return SampleOutcome(seed, "refused", problem=str(exc))
-    except RolloutFailed as exc:
-        verdict: Verdict = "unavailable" if exc.status in UNAVAILABLE else "crashed"
-        return SampleOutcome(seed, verdict, problem=str(exc))
-    assert outcome is not None  # the client returns an outcome or raises
-    return SampleOutcome(seed, "scored", reward=outcome.response.reward)
+@dataclass(frozen=True)
+class _Sample:
+    """How the samples are sent: for a dry-run, or as the run ``run_id`` will send them."""
+
+    client: ContainerClient
+    program: Program
+    policy: Policy
+    run_id: str | None
+
+    async def one(self, seed: str) -> SampleOutcome:
+        baseline = self.program.baseline()
+        request = RolloutRequest(
+            run_id=self.run_id or DRY_RUN_ID,
+            candidate_id=candidate_id_for(baseline) if self.run_id else "baseline",
+            candidate=baseline,
+            seed=seed,
+            policy=self.policy,
+            return_trace=self.run_id is not None,
+        )
+        try:
+            outcome, retries = await self.client.rollout(
+                request, reward_range=self.program.reward_range
+            )
+        except (ProtocolViolation, UserError) as exc:  # a 4xx, a malformed answer, a bad token
+            return SampleOutcome(seed, "refused", problem=str(exc))
+        except InvalidRollout as exc:
+            return SampleOutcome(seed, "unscorable", problem=str(exc))
+        except RolloutFailed as exc:
+            verdict: Verdict = "unavailable" if exc.status in UNAVAILABLE else "crashed"
+            return SampleOutcome(seed, verdict, problem=str(exc))
+        assert outcome is not None  # the client returns an outcome or raises
+        record = None
+        if self.run_id is not None:
+            chash = content_hash(baseline)
+            key = policy_key(self.policy)
+            ids = {
+                "cache_key": cache_key(self.program.fingerprint, chash, seed, key),
+                "run_id": self.run_id,
+                "candidate_id": request.candidate_id,
+                "candidate_hash": chash,
+                "fingerprint": self.program.fingerprint,
+                "seed": seed,
+                "policy": key,
+                "attempts": retries + 1,
+            }
+            record = scored_record(ids, outcome)
+        return SampleOutcome(seed, "scored", reward=outcome.response.reward, record=record)
 
 
 def _distinct_problems(outcomes: list[SampleOutcome]) -> list[tuple[SampleOutcome, list[str]]]:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
-from optimizer.checks.create_check import check_before_create
+from optimizer.checks.create_check import check_before_create, planned_run_id, store_samples
 from optimizer.checks.preflight import SAMPLE_ROLLOUTS, preflight, render_findings
 from optimizer.cli.flags import (
     add_config_flags,
@@ -48,7 +48,7 @@ from optimizer.runtime.tracking import require_mlflow
 from optimizer.searches import run_stored
 from optimizer.service.remote import ServiceClient
 from proposer.external import check_proposer_command
-from schemas import Event, GepaError, RunConfig, UserError
+from schemas import Event, GepaError, RolloutRecord, RunConfig, UserError
 from schemas.env import read_env
 from workspace import DatabaseURL, Workspace, resolve_workspace
 
@@ -162,14 +162,21 @@ def _server_from_env(args: argparse.Namespace) -> None:
 def _create(args: argparse.Namespace) -> int:
     _server_from_env(args)
     config = _new_config(args)
-    if not args.no_check and not check_before_create(config, max(args.sample_rollouts, 0)):
-        return 1
+    # A local run's check sends its samples as the run will and keeps them for it.
+    planned = None if args.server else planned_run_id(args.run_id)
+    samples: list[RolloutRecord] = []
+    if not args.no_check:
+        checked = check_before_create(config, max(args.sample_rollouts, 0), planned)
+        if checked is None:
+            return 1
+        samples = checked
     root = resolve_workspace(args.workspace)
     if args.server:
         run_id = asyncio.run(_remote_create(args, config))["run_id"]
         place = f"on {args.server} (console: {args.server.rstrip('/')}/runs/{run_id})"
     else:
-        run_id = asyncio.run(_local_create(root, config, args.run_id, imports=not args.no_check))
+        imports = not args.no_check
+        run_id = asyncio.run(_local_create(root, config, planned, imports=imports, samples=samples))
         place = f"in workspace {root}"
     where = _where(args, root)
     token = ' --token "$GEPA_CONTAINER_TOKEN"' if args.token and not args.server else ""
@@ -186,10 +193,17 @@ def _create(args: argparse.Namespace) -> int:
 
 
 async def _local_create(
-    root: Path | DatabaseURL, config: RunConfig, run_id: str | None, *, imports: bool
+    root: Path | DatabaseURL,
+    config: RunConfig,
+    run_id: str | None,
+    *,
+    imports: bool,
+    samples: list[RolloutRecord],
 ) -> str:
     async with Workspace(root) as ws:
-        return (await create_with_inputs(ws, config, run_id, target_defaults=imports)).run_id
+        record = await create_with_inputs(ws, config, run_id, target_defaults=imports)
+        await store_samples(ws, config, samples)
+        return record.run_id
 
 
 async def _remote_create(args: argparse.Namespace, config: RunConfig) -> dict[str, object]:

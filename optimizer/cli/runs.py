@@ -137,8 +137,10 @@ def _show(args: argparse.Namespace) -> int:
                 await ws.list_candidates(record.run_id), await digests.get(record.run_id)
             )
             holder = await ws.lease_holder(record.run_id)
-            folder = ws.run_dir(record.run_id)
-            return view, cands, await _evidence(ws, record.run_id), folder, holder
+            packet = await _evidence(ws, record.run_id)
+            # A Postgres store keeps the files: the folder printed below is made here.
+            folder = await ws.checkout_files(record.run_id) if packet else ws.run_dir(record.run_id)
+            return view, cands, packet, folder, holder
 
     view, cands, packet, folder, holder = asyncio.run(gather())
     if args.json:

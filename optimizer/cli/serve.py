@@ -24,6 +24,7 @@ from types import FrameType
 
 import uvicorn
 
+from container.server_flags import add_server_flags, listen_port
 from optimizer.cli.flags import add_workspace_flag
 from optimizer.service import RunManager, RunPolicy, ServiceSettings, create_app
 from optimizer.service.bodies import DEFAULT_MAX_BODY_BYTES
@@ -48,20 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_workspace_flag(parser)
-    parser.add_argument(
-        "--host",
-        default=env("GEPA_SERVE_HOST", "127.0.0.1"),
-        help="address to listen on (default 127.0.0.1)",
-    )
-    parser.add_argument(
-        "--port",
-        default=env("GEPA_SERVE_PORT", "8700"),
-        help="port (default 8700; 0 picks a free one)",
-    )
-    parser.add_argument(
-        "--token",
-        default=env("GEPA_SERVE_TOKEN"),
-        help="require this bearer token (env GEPA_SERVE_TOKEN; default: a new one, printed)",
+    add_server_flags(
+        parser,
+        server="SERVE",
+        port=8700,
+        token_help="require this bearer token (env GEPA_SERVE_TOKEN; default: a new one, printed)",
     )
     parser.add_argument(
         "--no-token",
@@ -82,11 +74,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         type=float,
         default=30.0,
         help="the console warns when a running run logged nothing for this many seconds (default 30)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default=env("GEPA_LOG_LEVEL", "info"),
-        choices=["critical", "error", "warning", "info", "debug"],
     )
     parser.set_defaults(func=_run)
 
@@ -249,10 +236,7 @@ def _announce(
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        port = int(args.port)
-    except ValueError:
-        raise UserError(f"--port / GEPA_SERVE_PORT must be a number, got {args.port!r}") from None
+    port = listen_port(args, server="SERVE")
     token, made = _token(args)
     root = resolve_workspace(args.workspace)
     asyncio.run(_check_workspace(root))  # a bad workspace is an error here, not a uvicorn traceback

@@ -14,11 +14,11 @@ again for as long as the endpoint has answered nothing but 429s for less than
 ``--rate-limit-wait`` seconds; then it fails with ``reason="rate_limit"``.
 
 Each URL's rollouts in flight are bounded by its adaptive limit (:mod:`optimizer.runtime.limits`,
-shared by every run of the process): a request waits for a slot, goes to the least busy URL
-with one (relative to its limit), skipping a URL that refused a connection for a while
-(1, 2, 4 ... 30 s), and a 429/503 cuts that URL's limit. A connection refused by one URL
-while another is up is sent to the other at once, without spending a retry: nothing reached
-the dead one.
+shared by every run of the process): a request waits for a slot and goes to the least busy
+URL with one (:mod:`optimizer.runtime.endpoints`), and a 429/503 cuts that URL's limit. A
+connection refused by one URL while another is up is sent to the other at once, without
+spending a retry: nothing reached the dead one. The waits and when a rollout gives up:
+:mod:`optimizer.runtime.retries`.
 
 A ``200`` body is read as a stream and refused past ``max_response_bytes`` (nothing more is
 read), then checked by :func:`schemas.parse_rollout`; either failure is ``InvalidRollout``,
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import random
 import time
@@ -41,8 +40,10 @@ import httpx
 from pydantic import ValidationError
 
 from optimizer.runtime.bodies import BodyReader, ParsedRollout, RolloutBody
+from optimizer.runtime.endpoints import Endpoint, Endpoints
 from optimizer.runtime.lanes import LaneTransport, env_proxies, lane_extensions
-from optimizer.runtime.limits import AdaptiveLimit, EndpointLimits, Ticket
+from optimizer.runtime.limits import EndpointLimits, Ticket
+from optimizer.runtime.retries import RetryPolicy, Tries, retry_after
 from schemas import (
     DEFAULT_REWARD_RANGE,
     PROTOCOL,
@@ -51,7 +52,6 @@ from schemas import (
     InvalidRollout,
     Program,
     ProtocolViolation,
-    RolloutFailed,
     RolloutRequest,
     RolloutResponse,
     UserError,
@@ -65,43 +65,6 @@ DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 CONNECT_TIMEOUT_S = 10.0
 # An error answer is read only this far: enough for its message, never a memory hazard.
 ERROR_BODY_BYTES = 64 * 1024
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard to try: attempts = 1 + ``max_retries``; delays double from ``base_delay_s``."""
-
-    max_retries: int = 5
-    base_delay_s: float = 0.5
-    max_delay_s: float = 30.0
-    timeout_s: float = 300.0
-    # How long an endpoint may answer nothing but 429s before its rollouts fail.
-    rate_limit_wait_s: float = 600.0
-
-    def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based)."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay_s)
-        cap = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
-        return rng.uniform(cap / 2, cap)
-
-    def limited_delay(
-        self, streak: int, rng: random.Random, retry_after: float | None, left_s: float
-    ) -> float:
-        """Seconds to wait after the ``streak``-th 429 in a row, at most ``left_s``.
-
-        ``Retry-After`` is honoured as given (not capped at ``max_delay_s``: a rate limit
-        says when it clears); past ``max_retries`` 429s the backoff is the floor, so a
-        limit that never clears is asked less and less often even with ``Retry-After: 0``.
-        """
-        backoff = self.delay(streak, rng, None)
-        if retry_after is None:
-            wait = backoff
-        elif streak > self.max_retries:
-            wait = max(retry_after, backoff)
-        else:
-            wait = max(retry_after, 0.0)
-        return min(wait, max(left_s, 0.0))
 
 
 @dataclass(frozen=True)
@@ -120,39 +83,6 @@ class RolloutOutcome:
     trace: dict[str, Any] = field(default_factory=dict)
     trace_truncated: bool = False
     body_bytes: int = 0
-
-
-@dataclass
-class _Endpoint:
-    url: str
-    limit: AdaptiveLimit  # shared by every client of the process on this URL
-    rollout_url: httpx.URL = field(init=False)  # parsed once, not per rollout
-
-    def __post_init__(self) -> None:
-        self.rollout_url = httpx.URL(f"{self.url}/rollout")
-
-
-@dataclass
-class _Tries:
-    """One rollout's requests so far: all of them, the faults, and the 429s in a row."""
-
-    attempts: int = 0
-    faults: int = 0
-    limited: int = 0
-    last: str = "no attempt"
-    reason: str = "status"
-    status: int | None = None
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
 def _error_message(content: bytes | bytearray) -> str:
@@ -190,12 +120,7 @@ class ContainerClient:
             raise UserError("no container URL: pass --container URL (or --module MODULE)")
         if max_response_bytes < 1024:
             raise UserError(f"max_response_bytes must be at least 1024, got {max_response_bytes}")
-        self._limits = limits or EndpointLimits.of_loop()
-        self._endpoints = [
-            _Endpoint(url, self._limits.get(url))
-            for url in dict.fromkeys(u.rstrip("/") for u in urls)
-        ]
-        self._joined: list[tuple[AdaptiveLimit, int]] = []
+        self._endpoints = Endpoints(urls, limits or EndpointLimits.of_loop())
         self._policy = policy or RetryPolicy()
         self._max_response = max_response_bytes
         # Per request, so an injected client (shared by runs) still honours --rollout-timeout.
@@ -223,7 +148,7 @@ class ContainerClient:
     @property
     def urls(self) -> list[str]:
         """The configured URLs."""
-        return [e.url for e in self._endpoints]
+        return [e.url for e in self._endpoints.all]
 
     @property
     def policy(self) -> RetryPolicy:
@@ -232,21 +157,15 @@ class ContainerClient:
 
     def join(self, share: int) -> None:
         """``share`` workers (a queue's) start sending: each URL's limit may grow by that much."""
-        now = time.monotonic()
-        for endpoint in self._endpoints:
-            endpoint.limit.join(share, now)
-            self._joined.append((endpoint.limit, share))
+        self._endpoints.join(share)
 
     def leave(self) -> None:
         """Undo every ``join`` of this client."""
-        for limit, share in self._joined:
-            limit.leave(share)
-        self._joined.clear()
+        self._endpoints.leave()
 
     def limits_view(self) -> list[dict[str, Any]]:
         """Each URL's limit, rollouts in flight and rate-limit wait (see ``AdaptiveLimit.view``)."""
-        now = time.monotonic()
-        return [endpoint.limit.view(now) for endpoint in self._endpoints]
+        return self._endpoints.views()
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object created it, and the parse thread."""
@@ -257,16 +176,17 @@ class ContainerClient:
 
     async def check_health(self) -> dict[str, str | None]:
         """Probe every URL; keep the healthy ones. Returns ``url -> problem or None``."""
-        problems = await asyncio.gather(*(self._probe(e.url) for e in self._endpoints))
-        report = {e.url: p for e, p in zip(self._endpoints, problems, strict=True)}
-        healthy = [e for e in self._endpoints if report[e.url] is None]
+        urls = self.urls
+        problems = await asyncio.gather(*(self._probe(url) for url in urls))
+        report = dict(zip(urls, problems, strict=True))
+        healthy = {url for url in urls if report[url] is None}
         if not healthy:
             lines = "; ".join(f"{u}: {p}" for u, p in report.items())
             raise ContainerUnavailable(
                 f"no container answers GET /health ({lines}). Start one with "
                 "`gepa-runtime container MODULE --dataset PATH` or fix --container."
             )
-        self._endpoints = healthy
+        self._endpoints.keep(healthy)
         return report
 
     async def _probe(self, url: str) -> str | None:
@@ -290,13 +210,14 @@ class ContainerClient:
 
     async def program(self) -> Program:
         """``GET /program`` from every healthy URL; they must agree on the fingerprint."""
-        programs = [await self._get_program(e.url) for e in self._endpoints]
+        urls = self.urls
+        programs = [await self._get_program(url) for url in urls]
         first = programs[0]
-        for endpoint, other in zip(self._endpoints[1:], programs[1:], strict=True):
+        for url, other in zip(urls[1:], programs[1:], strict=True):
             if other.fingerprint != first.fingerprint or other.program_id != first.program_id:
                 raise UserError(
-                    f"containers disagree: {self._endpoints[0].url} serves {first.program_id} "
-                    f"({first.fingerprint[:12]}) but {endpoint.url} serves {other.program_id} "
+                    f"containers disagree: {urls[0]} serves {first.program_id} "
+                    f"({first.fingerprint[:12]}) but {url} serves {other.program_id} "
                     f"({other.fingerprint[:12]}); point every --container at the same program"
                 )
         return first
@@ -320,37 +241,6 @@ class ContainerClient:
                 f"GET {url}/program is not a gepa-container/1 program: {exc}"
             ) from exc
 
-    def _pick(self, now: float) -> tuple[_Endpoint | None, list[_Endpoint]]:
-        """The least busy URL with a free slot (None: all full), and the URLs considered."""
-        up = [e for e in self._endpoints if e.limit.down_until <= now] or self._endpoints
-        free = [e for e in up if e.limit.room() > 0]
-        if not free:
-            return None, up
-        best = min(free, key=lambda e: (e.limit.in_flight / e.limit.permits, e.limit.failures))
-        return best, up
-
-    async def _acquire(self) -> tuple[_Endpoint, Ticket]:
-        """A slot on some URL under its limit, waiting for one when every URL is full."""
-        while True:
-            now = time.monotonic()
-            endpoint, up = self._pick(now)
-            if endpoint is not None:
-                return endpoint, endpoint.limit.take(now)
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            for e in up:
-                e.limit.add_waiter(waiter)
-            # A URL resting after a refused connection comes back by itself, unannounced.
-            resting = [e.limit.down_until - now for e in self._endpoints if e not in up]
-            try:
-                await asyncio.wait([waiter], timeout=min(resting) if resting else None)
-            finally:
-                for e in up:
-                    e.limit.drop_waiter(waiter)
-                if not waiter.done():  # a wake-up it did not use goes to the next waiter
-                    waiter.cancel()
-                    for e in up:
-                        e.limit.wake()
-
     async def rollout(
         self,
         request: RolloutRequest | RolloutBody,
@@ -370,22 +260,22 @@ class ContainerClient:
         4xx, ``UserError`` when the token is refused.
         """
         body = request if isinstance(request, RolloutBody) else RolloutBody.of(request)
-        tries = _Tries()
+        tries = Tries(body.seed)
         while True:
-            endpoint, ticket = await self._acquire()
+            endpoint, ticket = await self._endpoints.acquire()
             tries.attempts += 1
             started = time.perf_counter()
             where = f"POST {endpoint.url}/rollout (seed {body.seed!r})"
             status: int | None = None
-            retry_after: float | None = None
+            waited: float | None = None  # the answer's Retry-After
             slot: Ticket | None = ticket
             try:
                 async with contextlib.AsyncExitStack() as held:
-                    status, content, complete, retry_after = await self._post(
+                    status, content, complete, waited = await self._post(
                         endpoint, body.content, held, lane
                     )
                     # Answered: the container is free again, before the answer is parsed.
-                    endpoint.limit.settle(ticket, status, time.monotonic(), retry_after)
+                    endpoint.limit.settle(ticket, status, time.monotonic(), waited)
                     slot = None
                     if status == 200:
                         parsed = await self._checked(
@@ -393,8 +283,11 @@ class ContainerClient:
                         )
                         return self._outcome(parsed, endpoint, tries, started, len(content))
             except httpx.HTTPError as exc:
-                tries.reason, tries.last = self._broken(endpoint, exc)
-                refused = isinstance(exc, httpx.ConnectError) and self._another_up(endpoint)
+                tries.reason, tries.last = self._fault(exc), _describe_error(exc)
+                self._endpoints.unanswered(endpoint, refused=tries.reason == "connection")
+                refused = isinstance(exc, httpx.ConnectError) and self._endpoints.another_up(
+                    endpoint
+                )
             else:
                 tries.last = self._unanswered(endpoint.url, where, status, content)
                 tries.reason = "status"
@@ -404,12 +297,13 @@ class ContainerClient:
                     endpoint.limit.settle(slot, None, time.monotonic())
             tries.status = status
             if not refused:  # refused: nothing reached it; another URL gets it at once
+                since = endpoint.limit.limited_since
                 await asyncio.sleep(
-                    self._wait_before_retry(endpoint, body.seed, tries, retry_after)
+                    tries.wait(self._policy, self._rng, waited, since, endpoint.url)
                 )
 
     def _outcome(
-        self, parsed: ParsedRollout, endpoint: _Endpoint, tries: _Tries, started: float, size: int
+        self, parsed: ParsedRollout, endpoint: Endpoint, tries: Tries, started: float, size: int
     ) -> tuple[RolloutOutcome, int]:
         response, trace, truncated = parsed
         outcome = RolloutOutcome(
@@ -423,40 +317,6 @@ class ContainerClient:
         )
         return outcome, tries.attempts - 1
 
-    def _wait_before_retry(
-        self, endpoint: _Endpoint, seed: str, tries: _Tries, retry_after: float | None
-    ) -> float:
-        """Seconds until the next try, or ``RolloutFailed`` when this rollout is out of tries."""
-        if tries.status == 429:
-            tries.limited += 1
-            since = endpoint.limit.limited_since
-            waited = 0.0 if since is None else time.monotonic() - since
-            left = self._policy.rate_limit_wait_s - waited
-            if left <= 0:
-                raise self._rate_limited(seed, endpoint.url, tries, waited)
-            return self._policy.limited_delay(tries.limited, self._rng, retry_after, left)
-        tries.limited = 0
-        tries.faults += 1
-        if tries.faults > self._policy.max_retries:
-            raise self._failed(seed, tries.attempts, tries.last, tries.reason, tries.status)
-        return self._policy.delay(tries.faults, self._rng, retry_after)
-
-    def _another_up(self, endpoint: _Endpoint) -> bool:
-        now = time.monotonic()
-        return any(e is not endpoint and e.limit.down_until <= now for e in self._endpoints)
-
-    def _broken(self, endpoint: _Endpoint, exc: httpx.HTTPError) -> tuple[str, str]:
-        """A request that got no answer: (failure kind, description); a refused or dropped
-        connection rests the endpoint for 1, 2, 4 ... 30 s (doubling while it keeps failing),
-        then one request at a time tries it until it answers again."""
-        reason = self._fault(exc)
-        limit = endpoint.limit
-        limit.failures += 1
-        if reason == "connection":
-            limit.down_until = time.monotonic() + min(30.0, 2.0 ** (limit.failures - 1))
-            limit.refusing = True
-        return reason, _describe_error(exc)
-
     def _unanswered(self, url: str, where: str, status: int, content: bytes | bytearray) -> str:
         """A non-200 answer: a refused token and other 4xx raise; a retryable one is described."""
         message = self._scrubber.text(_error_message(content))
@@ -469,7 +329,7 @@ class ContainerClient:
         return f"HTTP {status}: {message}"
 
     async def _post(
-        self, endpoint: _Endpoint, body: bytes, held: contextlib.AsyncExitStack, lane: int | None
+        self, endpoint: Endpoint, body: bytes, held: contextlib.AsyncExitStack, lane: int | None
     ) -> tuple[int, bytearray, bool, float | None]:
         """``POST /rollout`` read as a stream: status, (capped) body, complete?, Retry-After.
 
@@ -489,7 +349,7 @@ class ContainerClient:
             status = response.status_code
             limit = self._max_response if status == 200 else ERROR_BODY_BYTES
             content, complete = await self._bodies.read(response, limit, held)
-            return status, content, complete, None if status == 200 else _retry_after(response)
+            return status, content, complete, None if status == 200 else retry_after(response)
         finally:
             await response.aclose()
 
@@ -521,34 +381,6 @@ class ContainerClient:
         if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
             return "timeout"
         return "connection"
-
-    def _rate_limited(self, seed: str, url: str, tries: _Tries, waited: float) -> RolloutFailed:
-        wait = self._policy.rate_limit_wait_s
-        return RolloutFailed(
-            f"rollout of seed {seed!r} gave up on the container's rate limit: {url} has "
-            f"answered only 429 for {waited:.0f} s (--rate-limit-wait {wait:g}; "
-            f"{tries.attempts} attempts, last: {tries.last}); raise --rate-limit-wait, or give "
-            "the container more capacity",
-            attempts=tries.attempts,
-            status=429,
-            reason="rate_limit",
-        )
-
-    def _failed(
-        self, seed: str, attempts: int, last: str, reason: str, status: int | None
-    ) -> RolloutFailed:
-        timeout = self._policy.timeout_s if reason == "timeout" else None
-        if timeout is not None:
-            message = (
-                f"rollout of seed {seed!r} timed out: no answer within {timeout:g} s "
-                f"({attempts} attempts, last: {last}); raise --rollout-timeout if the agent "
-                "needs longer"
-            )
-        else:
-            message = f"rollout of seed {seed!r} failed after {attempts} attempts: {last}"
-        return RolloutFailed(
-            message, attempts=attempts, status=status, reason=reason, timeout_s=timeout
-        )
 
 
 def _describe_error(exc: httpx.HTTPError) -> str:

@@ -49,7 +49,7 @@ from schemas import (
 )
 from workspace import Workspace
 
-__all__ = ["ErrorGate", "RolloutQueue", "SeedResult"]
+__all__ = ["ErrorGate", "RolloutQueue", "SeedResult", "scored_record"]
 
 FEEDBACK_IN_EVENTS = 400
 
@@ -184,6 +184,28 @@ class ErrorGate:
                 f"{self.timeout_s:g} s (--rollout-timeout)"
             )
         return f"{count} {what} ({fix}; last: {self.last_error[reason]})"
+
+
+def scored_record(ids: Mapping[str, Any], outcome: RolloutOutcome) -> RolloutRecord:
+    """The stored form of a scored rollout; ``ids`` are its key fields (``cache_key``,
+    ``run_id``, ``candidate_id``, ``candidate_hash``, ``fingerprint``, ``seed``, ``policy``,
+    ``attempts``)."""
+    response = outcome.response
+    return RolloutRecord.model_validate(
+        {
+            **ids,
+            "status": "ok",
+            "reward": response.reward,
+            "objectives": response.objectives or {"reward": response.reward},
+            "output": response.output,
+            "feedback": response.feedback,
+            "trace": outcome.trace,
+            "trace_truncated": outcome.trace_truncated,
+            "usage": response.usage,
+            "latency_ms": response.usage.latency_ms or outcome.latency_ms,
+            "error": response.error,
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -474,22 +496,7 @@ class RolloutQueue:
         }
         if outcome is None:
             return RolloutRecord.model_validate({**ids, "status": "error", "error": error})
-        response = outcome.response
-        return RolloutRecord.model_validate(
-            {
-                **ids,
-                "status": "ok",
-                "reward": response.reward,
-                "objectives": response.objectives or {"reward": response.reward},
-                "output": response.output,
-                "feedback": response.feedback,
-                "trace": outcome.trace,
-                "trace_truncated": outcome.trace_truncated,
-                "usage": response.usage,
-                "latency_ms": response.usage.latency_ms or outcome.latency_ms,
-                "error": response.error,
-            }
-        )
+        return scored_record(ids, outcome)
 
     async def _committer(self) -> None:
         while True:

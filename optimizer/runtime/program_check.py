@@ -19,17 +19,22 @@ import httpx
 
 from optimizer.runtime.client import ContainerClient
 from optimizer.runtime.plan import holdout_overlap
-from schemas import ContainerError, GepaError, Program, RunRecord, UserError
+from schemas import ContainerError, GepaError, Program, RunConfig, RunRecord, UserError
 
 __all__ = ["ProgramWatch", "check_resumed", "check_splits"]
 
 
-def check_splits(program: Program) -> None:
+def check_splits(program: Program, config: RunConfig | None = None) -> None:
     """``UserError`` unless the program has train and holdout seeds and no holdout seed is
     also a train or val seed (the lift is measured on seeds that took no part in the search;
-    a container written without the SDK can break that)."""
+    a container written without the SDK can break that). With ``config.lift_without_holdout``
+    (the spec API's runs) no holdout seed is needed: the lift is then measured on the seeds
+    that chose the winner (:mod:`optimizer.runtime.promotion`)."""
     seeds = program.seeds
-    for split in ("train", "holdout"):
+    needed = (
+        ("train",) if config is not None and config.lift_without_holdout else ("train", "holdout")
+    )
+    for split in needed:
         if not getattr(seeds, split):
             raise UserError(
                 f"program {program.program_id!r} has no {split} seeds: "

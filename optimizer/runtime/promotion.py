@@ -11,6 +11,11 @@ seeds reports the luck of the choice as lift):
 
 The winner is then compared with the baseline on the holdout seeds, paired, with a bootstrap
 interval. ``selection_need`` is what this still costs, so the search can spend the rest.
+
+A run without holdout seeds (``RunConfig.lift_without_holdout``: the spec API, whose flows
+have train and val seeds only and validate on val) measures the lift on the seeds that chose
+the winner instead (``measured_on`` is ``"val"`` or ``"train"``): the report says the lift
+then includes the luck of the choice.
 """
 
 from __future__ import annotations
@@ -44,12 +49,14 @@ class Promotion:
     min_improvement: float
     promoted: bool
     significant: bool
-    best_holdout: float | None
+    best_holdout: float | None  # the means on the seeds the lift was measured on
     baseline_holdout: float | None
     considered: tuple[str, ...]
     skipped: tuple[str, ...]
     selection_seeds: int = 0
     holdout_seeds: int = 0
+    measured_on: str = "holdout"  # where the lift was measured: holdout, or the selection split
+    measured_seeds: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for events and the evidence packet."""
@@ -138,7 +145,8 @@ async def select_and_promote(
     rng: random.Random,
     events: EventSink,
 ) -> Promotion:
-    """Choose the winner on val or train, then compare it with the baseline on holdout."""
+    """Choose the winner on val or train, then compare it with the baseline on holdout (on the
+    seeds that chose it when the plan has no holdout seeds)."""
     skipped: list[str] = []
     if plan.selection_split == "val":
         best_id, considered = await _choose_on_val(queue, state, baseline_id, plan, skipped)
@@ -147,14 +155,14 @@ async def select_and_promote(
         best_id = choose_on_train(state, baseline_id)
         considered = list(dict.fromkeys([best_id, baseline_id]))
         selection_seeds = len(state.train_seeds)
-    for cid in dict.fromkeys([baseline_id, best_id]):
-        if not await _score(queue, state, cid, plan.holdout, "holdout"):
-            skipped.append(cid)
-    if best_id in skipped:
-        best_id = baseline_id  # a winner that could not be measured is not promoted
-    holdout = state.kept(plan.holdout)  # a seed set aside meanwhile is compared nowhere
-    best_scores = {s: v for s, v in state.holdout.get(best_id, {}).items() if s in holdout}
-    base_scores = {s: v for s, v in state.holdout.get(baseline_id, {}).items() if s in holdout}
+    measured_on = "holdout" if plan.holdout else plan.selection_split
+    if measured_on == "holdout":
+        for cid in dict.fromkeys([baseline_id, best_id]):
+            if not await _score(queue, state, cid, plan.holdout, "holdout"):
+                skipped.append(cid)
+        if best_id in skipped:
+            best_id = baseline_id  # a winner that could not be measured is not promoted
+    seeds, best_scores, base_scores = _measured(state, plan, measured_on, best_id, baseline_id)
     lift = paired_bootstrap(best_scores, base_scores, rng)
     promoted = (
         best_id != baseline_id and lift.n > 0 and lift.lift > 0 and lift.lift >= min_improvement
@@ -170,15 +178,36 @@ async def select_and_promote(
         min_improvement=min_improvement,
         promoted=promoted,
         significant=lift.ci_low > 0,
-        best_holdout=mean_score(best_scores, holdout),
-        baseline_holdout=mean_score(base_scores, holdout),
+        best_holdout=mean_score(best_scores, seeds),
+        baseline_holdout=mean_score(base_scores, seeds),
         considered=tuple(considered),
         skipped=tuple(dict.fromkeys(skipped)),
         selection_seeds=selection_seeds,
-        holdout_seeds=len(holdout),
+        holdout_seeds=len(state.kept(plan.holdout)),
+        measured_on=measured_on,
+        measured_seeds=len(seeds),
     )
     await events.emit("promotion", promotion.as_dict())
     return promotion
+
+
+def _measured(
+    state: SearchState, plan: RunPlan, split: str, best_id: str, baseline_id: str
+) -> tuple[list[str], dict[str, float], dict[str, float]]:
+    """The seeds the lift is measured on, and the best's and the baseline's scores there (a
+    seed set aside meanwhile is compared nowhere)."""
+    if split == "holdout":
+        seeds, tables = state.kept(plan.holdout), [state.holdout]
+    elif split == "val":
+        seeds, tables = state.kept(plan.val), [state.val]
+    else:  # a winner the budget scored on part of train only has its scores in ``partial``
+        seeds, tables = list(state.train_seeds), [state.train, state.partial]
+
+    def scores(cid: str) -> dict[str, float]:
+        found = next((t[cid] for t in tables if cid in t), {})
+        return {s: v for s, v in found.items() if s in seeds}
+
+    return seeds, scores(best_id), scores(baseline_id)
 
 
 async def _choose_on_val(

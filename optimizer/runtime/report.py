@@ -8,6 +8,12 @@ from typing import Any
 __all__ = ["promotion_summary", "render_report"]
 
 
+NO_HOLDOUT = (
+    "no holdout seeds: the lift is measured on the seeds the winner was chosen on ({split}), "
+    "so it includes the luck of that choice"
+)
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
@@ -16,14 +22,15 @@ def promotion_summary(packet: dict[str, Any]) -> str:
     """The verdict in a few lines (also printed by the CLI at the end of a run)."""
     promo, base, best = packet["promotion"], packet["baseline"], packet["best"]
     verdict = "PROMOTED" if promo["promoted"] else "NOT PROMOTED"
-    split = promo["selection_split"]
+    split, measured = promo["selection_split"], promo.get("measured_on", "holdout")
     chosen = f"best chosen on {promo.get('selection_seeds', '?')} {split} seeds"
+    where = "lift measured on other seeds" if measured == "holdout" else "lift measured there too"
     lines = [
-        f"{verdict}: best {best['candidate_id']} vs baseline {base['candidate_id']} on {promo['n']} holdout seeds",
-        f"  holdout: baseline {_pct(base['holdout'])} -> best {_pct(best['holdout'])}  "
+        f"{verdict}: best {best['candidate_id']} vs baseline {base['candidate_id']} on {promo['n']} {measured} seeds",
+        f"  {measured + ':':<8} baseline {_pct(base[measured])} -> best {_pct(best[measured])}  "
         f"(lift {promo['lift']:+.3f}, 95% CI [{promo['ci_low']:+.3f}, {promo['ci_high']:+.3f}], "
         f"min improvement {promo['min_improvement']:+.3f})",
-        f"  train:   baseline {_pct(base['train'])} -> best {_pct(best['train'])}  ({chosen}, lift measured on other seeds)",
+        f"  train:   baseline {_pct(base['train'])} -> best {_pct(best['train'])}  ({chosen}, {where})",
         f"  rollouts: {packet['rollouts']['paid']} paid, {packet['rollouts']['cached']} cached, "
         f"{packet['rollouts']['errors']} errors, {packet['rollouts']['retries']} retries; "
         f"cost ${packet['usage']['total_cost_usd']:.4f}",
@@ -37,6 +44,8 @@ def promotion_summary(packet: dict[str, Any]) -> str:
             f"  set aside: {len(aside)} seeds failed for 2 different candidates each and were "
             f"not asked again nor scored ({', '.join(aside)})"
         )
+    if measured != "holdout":
+        lines.append(f"  note: {NO_HOLDOUT.format(split=measured)}")
     if not promo["significant"] and promo["promoted"]:
         lines.append(
             "  note: the interval includes 0; more holdout seeds would make the lift certain"
@@ -76,15 +85,23 @@ def _mipro_lines(mipro: dict[str, Any]) -> list[str]:
 def _plan_lines(packet: dict[str, Any]) -> list[str]:
     """Which seeds chose the winner, which measured it, and what the budget skipped."""
     plan, promo = packet.get("plan") or {}, packet["promotion"]
-    split = promo["selection_split"]
+    split, measured = promo["selection_split"], promo.get("measured_on", "holdout")
     out = [
         "## Seeds",
         "",
         f"- chose the winner: {promo.get('selection_seeds', '?')} {split} seeds"
         + (" (its train scores, already paid for)" if split == "train" else ""),
-        f"- measured the lift: {promo.get('holdout_seeds', promo['n'])} holdout seeds "
-        f"({promo['n']} scored by both best and baseline); never used to choose",
     ]
+    if measured == "holdout":
+        out.append(
+            f"- measured the lift: {promo.get('holdout_seeds', promo['n'])} holdout seeds "
+            f"({promo['n']} scored by both best and baseline); never used to choose"
+        )
+    else:
+        out.append(
+            f"- measured the lift: the same {promo.get('measured_seeds', promo['n'])} {measured} "
+            f"seeds ({promo['n']} scored by both): {NO_HOLDOUT.format(split=measured)}"
+        )
     if plan.get("skipped"):
         out += ["", "### What this budget skipped", ""]
         out += [f"- {item}" for item in plan["skipped"]]

@@ -38,17 +38,18 @@ from optimizer.runtime.deps import ProposerLike, SearchDeps
 from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult
 from optimizer.runtime.events import EventSink, Listener
 from optimizer.runtime.evidence import EvidenceInputs, write_evidence
+from optimizer.runtime.guard import RunGuard
 from optimizer.runtime.lease import HeldLease
 from optimizer.runtime.plan import RunPlan, plan_run
 from optimizer.runtime.program_check import ProgramWatch, check_resumed, check_splits
 from optimizer.runtime.promotion import Promotion, select_and_promote, selection_need
-from optimizer.runtime.seed_failures import SetAside
 from optimizer.runtime.run_config import (
     budget_warning,
     executed_config,
     metric_call_limit,
     plan_event,
 )
+from optimizer.runtime.seed_failures import SetAside
 from optimizer.runtime.state import SearchState
 from optimizer.runtime.strategy import SearchMethod, SearchStart
 from proposer import ComponentSpec
@@ -56,11 +57,9 @@ from proposer.external import proposer_for
 from schemas import (
     CandidateRecord,
     ContainerError,
-    GepaError,
     Policy,
     Program,
     RunConfig,
-    RunLeased,
     RunRecord,
     candidate_id_for,
     content_hash,
@@ -133,8 +132,7 @@ class Run:
         self.held = held
         self.watch: ProgramWatch | None = None  # set once the container served its program
         self.warnings: list[str] = []  # this execution's, for the report
-        self._halted: GepaError | None = None
-        self._owner: asyncio.Task[Any] | None = None
+        self.guard = RunGuard(record.run_id, workspace, self.events, held)
 
     async def phase(self, phase: str, **fields: Any) -> None:
         if self.watch is not None:
@@ -147,54 +145,10 @@ class Run:
         self.warnings.append(message)
         await self.events.emit("warning", {"message": message})
 
-    def halt(self, error: GepaError) -> None:
-        """Stop the run from a background task: ``guarded`` raises ``error``."""
-        if self._halted is None and self._owner is not None:
-            self._halted = error
-            self._owner.cancel()
-
     async def guarded(self) -> RunResult:
-        """``execute``, recording how it ended: failed, cancelled, or taken over."""
-        owner = self._owner = asyncio.current_task()
-        try:
-            try:
-                return await self.execute()
-            except asyncio.CancelledError:
-                reason = self._stop_reason()
-                if reason is None or owner is None:
-                    raise
-                owner.uncancel()  # the cancellation was ours, a way to deliver ``reason``
-                raise reason from None
-        except RunLeased:
-            raise  # the process that took the run over owns its status now
-        except (GepaError, OSError, httpx.HTTPError) as exc:
-            await self.workspace.update_run(
-                self.record.run_id, status="failed", phase="failed", error=str(exc)
-            )
-            await self.events.emit("phase", {"phase": "failed", "error": str(exc)})
-            raise
-        except asyncio.CancelledError:
-            await asyncio.shield(self._cancelled())
-            raise
-
-    def _stop_reason(self) -> GepaError | None:
-        if self.held is not None and self.held.lost is not None:
-            return RunLeased(
-                f"run {self.record.run_id} was taken over by {self.held.lost}, because this "
-                "process's lease heartbeat stalled; this process stopped and leaves the run "
-                "to it"
-            )
-        return self._halted
-
-    async def _cancelled(self) -> None:
-        # No event: the service follows with its own (a shutdown leaves the run "running").
-        run_id = self.record.run_id
-        await self.workspace.update_run(
-            run_id,
-            status="cancelled",
-            error=f"cancelled; resume it with `gepa-runtime optimize run {run_id} "
-            f"--workspace {self.workspace.root}`",
-        )
+        """``execute``, with how it ended recorded when it did not complete (failed,
+        cancelled, taken over; :mod:`optimizer.runtime.guard`)."""
+        return await self.guard.run(self.execute)
 
     async def execute(self) -> RunResult:
         cfg = self.config
@@ -220,7 +174,7 @@ class Run:
             program = await client.program()
             await self._check_resumed(program)
             self.watch = ProgramWatch(client, program, self.record.run_id, self.warn)
-            every = asyncio.create_task(self.watch.every(PROGRAM_CHECK_S, self.halt))
+            every = asyncio.create_task(self.watch.every(PROGRAM_CHECK_S, self.guard.halt))
             try:
                 return await self._with_program(client, program)
             finally:
@@ -416,7 +370,7 @@ class Run:
         """Check the program, fit the plan to the budget, restore the counters, announce it."""
         cfg, run_id, seeds = self.config, self.record.run_id, program.seeds
         self.method.prepare(cfg)  # e.g. a missing extra: refused before the baseline is paid
-        check_splits(program)
+        check_splits(program, cfg)
         limit = metric_call_limit(cfg, seeds)
         plan = plan_run(
             limit,
@@ -444,9 +398,7 @@ class Run:
         state = SearchState(train_seeds=plan.train)
         stored = self.record.state.get("proposals", {})
         state.proposals.update({str(k): v for k, v in stored.items()})
-        state.extra.update(
-            {k: v for k, v in self.record.state.items() if k not in RUN_STATE_KEYS}
-        )
+        state.extra.update({k: v for k, v in self.record.state.items() if k not in RUN_STATE_KEYS})
         baseline = program.baseline()
         base = CandidateRecord(
             run_id=run_id,

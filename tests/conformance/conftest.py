@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
+from optimizer.testing import free_port, thread_server
 from tests.conformance import node
-from tests.fakes.servers import FAKES, free_port, thread_server
+from tests.fakes.servers import FAKES
 from tests.fakes.student_server import create_app as student_app
 
 HERE = Path(__file__).resolve().parent

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from optimizer.cli import main
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import ROOT, free_port, thread_server, wait_http
+from optimizer.testing import free_port, reflection_app, thread_server, wait_http
+from tests.fakes.servers import ROOT
 
 pytestmark = pytest.mark.e2e
 

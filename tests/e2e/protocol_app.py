@@ -1,7 +1,7 @@
 """A container written against the protocol alone (no SDK), for hostile-container tests.
 
 Its seeds are ``<label>-<i>`` with three-letter labels, as the toy container's, so the
-scripted reflection model (tests/fakes/reflection_server.py) can teach it: a rollout scores
+scripted reflection model (optimizer/testing/reflection.py) can teach it: a rollout scores
 1.0 when the candidate's prompt names the seed's label. What the SDK would never serve is
 configurable: any seed lists (overlapping splits, 200,000 seeds), a fingerprint that changes
 after some rollouts, slow answers.

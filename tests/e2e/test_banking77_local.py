@@ -20,8 +20,9 @@ import httpx
 import pytest
 
 from optimizer.searches import run_optimization
+from optimizer.testing import free_port, wait_http
 from schemas import RunConfig
-from tests.fakes.servers import ROOT, free_port, wait_http
+from tests.fakes.servers import ROOT
 
 pytestmark = [pytest.mark.local_model, pytest.mark.e2e, pytest.mark.slow]
 

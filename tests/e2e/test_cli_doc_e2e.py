@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.testing import reflection_app, thread_server
 from tests.fakes.openai_router import ModelRouter
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import FAKES, thread_server
+from tests.fakes.servers import FAKES
 from tests.fakes.student_server import create_app as student_app
 from workspace import Workspace
 
@@ -105,6 +106,18 @@ def _stored(project: Path, run_id: str) -> dict[str, object]:
     return asyncio.run(read())
 
 
+def _baseline_trials(project: Path, run_id: str, baseline: str) -> tuple[set[str], set[str]]:
+    """(seeds the run paid for the baseline, seeds it read from the cache)."""
+
+    async def read() -> tuple[set[str], set[str]]:
+        async with Workspace(project / ".gepa") as ws:
+            trials = await ws.list_trials(run_id, limit=100_000)
+        mine = [t for t in trials if t.candidate_id == baseline]
+        return {t.seed for t in mine if not t.cached}, {t.seed for t in mine if t.cached}
+
+    return asyncio.run(read())
+
+
 def test_the_docs_create_dry_run_run_sequence(
     project: Path, models: tuple[str, ModelRouter]
 ) -> None:
@@ -140,6 +153,12 @@ def test_the_docs_create_dry_run_run_sequence(
     assert packet["best"]["holdout"] > packet["baseline"]["holdout"]
     # every call reached the fake by the name OpenAI knows, never with its routing prefix
     assert set(router.seen) == {"gpt-4.1-mini", "gpt-4.1-nano"}
+    # create's two sample rollouts were the run's own baseline rollouts: read, not paid again
+    line = next(x for x in created.stderr.splitlines() if "train seeds scored" in x)
+    assert "kept in the rollout cache" in line
+    sampled = set(re.findall(r"\((\S+?)\)", line))
+    paid, cached = _baseline_trials(project, run_id, packet["baseline"]["candidate_id"])
+    assert len(sampled) == 2 and sampled <= cached and not sampled & paid
 
 
 def test_create_treats_a_two_call_budget_as_dry_run_and_run_do(

@@ -24,8 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.fakes.reflection_server import _answer
-from tests.fakes.servers import ROOT, free_port, thread_server, wait_http
+from optimizer.testing import free_port, scripted_answer, thread_server, wait_http
+from tests.fakes.servers import ROOT
 
 pytestmark = pytest.mark.e2e
 dspy = pytest.importorskip("dspy")
@@ -40,7 +40,7 @@ def reflection_for(component: str) -> Starlette:
 
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
-        text = _answer(body["messages"]).replace(
+        text = scripted_answer(body["messages"]).replace(
             "<<<COMPONENT system_prompt", f"<<<COMPONENT {component}"
         )
         choice = {

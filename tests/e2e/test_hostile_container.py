@@ -16,10 +16,10 @@ import pytest
 from optimizer.cli import main
 from optimizer.runtime import run as run_module
 from optimizer.searches import run_optimization
+from optimizer.testing import reflection_app, thread_server
 from schemas import ContainerError, RunConfig
 from tests.e2e.protocol_app import ProtocolContainer, seeds
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import ROOT, thread_server
+from tests.fakes.servers import ROOT
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e

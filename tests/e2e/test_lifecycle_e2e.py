@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from optimizer.service.manager import RunConflict, RunManager
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import ROOT, rollout_calls, thread_server, toy_container
+from optimizer.testing import reflection_app, thread_server
+from tests.fakes.servers import ROOT, rollout_calls, toy_container
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from optimizer.testing import reflection_app, thread_server
 from tests.e2e.test_optimize_e2e import _assert_valid_packet
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import FAKES, ROOT, rollout_calls, thread_server, toy_container
+from tests.fakes.servers import FAKES, ROOT, rollout_calls, toy_container
 
 pytestmark = pytest.mark.e2e
 

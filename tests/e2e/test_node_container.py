@@ -3,7 +3,9 @@
 The container is the agent of the README's "Wrap a Node agent" section, compiled as written
 and served by the TypeScript SDK's CLI on 127.0.0.1; its model is a scripted OpenAI-compatible
 student (tests/fakes/student_server.py) and the reflection model the scripted one of the
-Python end-to-end tests. Every paid rollout reaches the Node container's model exactly once.
+Python end-to-end tests. Every paid rollout reaches the Node container's model exactly once,
+and is one ``optimize:<target id>`` span at a real OTLP/HTTP receiver (tests/fakes/otlp_receiver.py,
+the receiver the Python SDK's spans go to in tests/e2e/test_tracing_e2e.py).
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from optimizer.testing import reflection_app, thread_server
 from tests.conformance import node
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import FAKES, ROOT, thread_server
+from tests.fakes.otlp_receiver import create_app as otlp_app
+from tests.fakes.servers import FAKES, ROOT
 from tests.fakes.student_server import create_app as student_app
 
 pytestmark = pytest.mark.e2e
@@ -56,6 +61,14 @@ def _optimize(container: str, reflection: str, workspace: Path) -> subprocess.Co
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
+def _spans(receiver: Any, count: int, timeout: float = 20.0) -> list[dict[str, Any]]:
+    """The spans received once ``count`` arrived (exported in batches), or after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while len(receiver.state.spans) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return list(receiver.state.spans)
+
+
 def test_optimize_run_promotes_a_better_prompt_for_the_readme_node_agent(tmp_path: Path) -> None:
     agent = node.build_readme_agent(tmp_path / "agent")
     # The README's tickets have a text column (task.input is {"text": ...}).
@@ -64,22 +77,29 @@ def test_optimize_run_promotes_a_better_prompt_for_the_readme_node_agent(tmp_pat
     for row in rows:
         row["text"] = row.pop("input")
     tickets.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    student = student_app()
+    student, receiver = student_app(), otlp_app()
     with (
         thread_server(student) as student_url,
         thread_server(reflection_app()) as reflection_url,
+        thread_server(receiver) as otlp,
         node.node_container(
             agent,
             "--dataset",
             str(tickets),
             "--splits-file",
             str(FAKES / "toy_splits.json"),
-            env={"OPENAI_BASE_URL": f"{student_url}/v1", "OPENAI_API_KEY": "test-key"},
+            env={
+                "OPENAI_BASE_URL": f"{student_url}/v1",
+                "OPENAI_API_KEY": "test-key",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": otlp,
+                "OTEL_BSP_SCHEDULE_DELAY": "100",
+            },
         ) as container,
     ):
         first = _optimize(container, f"{reflection_url}/v1", tmp_path / "ws")
         assert first.returncode == 0, first.stdout + first.stderr
         calls_after_first = student.state.calls
+        spans = _spans(receiver, calls_after_first)
         second = _optimize(container, f"{reflection_url}/v1", tmp_path / "ws")
         assert second.returncode == 0, second.stdout + second.stderr
     runs = sorted((tmp_path / "ws" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
@@ -93,6 +113,10 @@ def test_optimize_run_promotes_a_better_prompt_for_the_readme_node_agent(tmp_pat
     assert packet["promotion"]["promoted"] is True
     assert packet["rollouts"]["errors"] == 0
     assert packet["rollouts"]["paid"] == calls_after_first  # each paid rollout: one model call
+    assert len(spans) == calls_after_first  # ... and one span
+    assert {s["name"] for s in spans} == {"optimize:support-triage"}
+    assert {s["attributes"]["gepa.target_id"] for s in spans} == {"support-triage"}
+    assert {s["attributes"]["gepa.run_id"] for s in spans} == {packet["run_id"]}
     # The identical second run is served from the rollout cache: no call reaches Node.
     again = json.loads((runs[1] / "evidence.json").read_text())
     assert again["rollouts"]["paid"] == 0 and student.state.calls == calls_after_first

@@ -165,6 +165,36 @@ async def test_rows_that_crash_the_agent_are_set_aside_and_the_run_completes(
     assert "## Seeds set aside" in report and "HTTP 500" in report
 
 
+def test_create_then_run_pays_no_rollout_twice(tmp_path: Path, reflection_url: str) -> None:
+    # create's check sends the baseline on 2 train seeds; the run reads them from the cache.
+    log, root = tmp_path / "calls.log", tmp_path / "ws"
+    with toy_container(log) as url:
+        flags = [
+            "--container", url, "--reflection-model", "fake-reflection",
+            "--reflection-base-url", reflection_url, "--proposer-mode", "text",
+            "--max-metric-calls", "400", "--seed", "3", "--use-merge", "false",
+            "--max-idle-iterations", "6", "--workspace", str(root),
+        ]  # fmt: skip
+        gepa = [sys.executable, "-m", "optimizer.cli", "optimize"]
+        created = subprocess.run(
+            [*gepa, "create", *flags], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert created.returncode == 0, created.stderr
+        run_id = created.stdout.splitlines()[0]
+        checked = rollout_calls(log)
+        assert len(checked) == 2  # the check's sample rollouts (--sample-rollouts 2)
+        ran = subprocess.run(
+            [*gepa, "run", run_id, "--workspace", str(root), "--quiet"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        calls = rollout_calls(log)
+    assert len(calls) == len(set(calls)), "a (candidate, seed) reached the container twice"
+    packet = json.loads((root / "runs" / run_id / "evidence.json").read_text())
+    assert packet["rollouts"]["paid"] == len(calls) - 2  # the run paid all but the check's two
+    assert packet["rollouts"]["cached"] >= 2
+
+
 def _ok_rollouts(root: Path) -> set[tuple[str, str]]:
     async def read() -> set[tuple[str, str]]:
         async with Workspace(root, readonly=True) as ws:

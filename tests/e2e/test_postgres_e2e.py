@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import ROOT, rollout_calls, thread_server, toy_container
+from optimizer.testing import reflection_app, thread_server
+from tests.fakes.servers import ROOT, rollout_calls, toy_container
 from tests.service.processes import serve_process
 from workspace import Workspace
 
@@ -185,6 +185,13 @@ def test_two_hosts_share_runs_the_cache_and_the_console(
     assert not set(after) & set(before), "the second run paid again for stored rollouts"
     counts = _counts(store, second["run_id"])
     assert counts["cached"] >= len(set(before)) > 0 and counts["paid"] == len(after)
+    # Host C ran nothing: it reads host B's evidence from the store, as real files.
+    run_b = runs["toy-template"]
+    shown = _cli(["runs", "show", run_b, "--workspace", store], tmp_path / "host-c")
+    assert shown.returncode == 0, shown.stderr
+    folder = tmp_path / "host-c" / "runs" / run_b
+    assert f"evidence: {folder}/evidence.json and {folder}/report.md" in shown.stdout
+    assert (folder / "evidence.json").is_file() and (folder / "report.md").is_file()
 
 
 def _console_sees_both_live(

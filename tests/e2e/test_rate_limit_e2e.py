@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.reflection_server import create_app as reflection_app
+from optimizer.testing import reflection_app, thread_server
 from tests.fakes.replicas import replicas
-from tests.fakes.servers import ROOT, thread_server
+from tests.fakes.servers import ROOT
 from workspace import Workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from optimizer.searches import run_optimization
+from optimizer.testing import reflection_app, thread_server
 from schemas import RunConfig
 from tests.fakes.capacity_container import answer, load_program
-from tests.fakes.reflection_server import create_app as reflection_app
 from tests.fakes.replicas import (
     KillAt,
     Replica,
@@ -34,7 +34,6 @@ from tests.fakes.replicas import (
     replicas,
     run_queue,
 )
-from tests.fakes.servers import thread_server
 
 pytestmark = pytest.mark.e2e
 

@@ -20,9 +20,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from optimizer.testing import thread_server
 from tests.fakes.hostile_container import HostileContainer
 from tests.fakes.scripted import RuleContainer, program
-from tests.fakes.servers import ROOT, thread_server
+from tests.fakes.servers import ROOT
 
 pytestmark = pytest.mark.e2e
 

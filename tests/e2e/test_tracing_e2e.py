@@ -1,11 +1,14 @@
-"""Traces: a real container process exports one ``optimize:<target id>`` span per rollout to
-a real OTLP/HTTP receiver on 127.0.0.1, and the trials feed names each rollout's trace."""
+"""Traces: a real container process of either SDK (Python: protobuf through the OpenTelemetry
+SDK; TypeScript: OTLP/HTTP JSON by fetch) exports one ``optimize:<target id>`` span per rollout
+to a real OTLP/HTTP receiver on 127.0.0.1, and the trials feed names each rollout's trace."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +16,11 @@ import pytest
 
 from optimizer.searches import run_optimization
 from optimizer.service.views import trial_views
+from optimizer.testing import reflection_app, thread_server
 from schemas import RunConfig
+from tests.conformance import node
 from tests.fakes.otlp_receiver import create_app as otlp_app
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import ROOT, rollout_calls, thread_server, toy_container
+from tests.fakes.servers import FAKES, ROOT, rollout_calls, toy_container
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -31,12 +35,27 @@ async def _spans(app: Any, count: int, timeout: float = 20.0) -> list[dict[str, 
     return list(app.state.spans)
 
 
-async def test_each_rollout_is_one_span_named_for_the_target(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _toy(sdk: str, log: Path, env: dict[str, str]) -> Iterator[str]:
+    """The toy agent served by the Python SDK or by the TypeScript one (same data, same rules)."""
+    if sdk == "python":
+        with toy_container(log, env=env) as url:
+            yield url
+        return
+    agent = node.FIXTURES / "toy-agent.js"
+    data = ["--dataset", str(FAKES / "toy_data.jsonl")]
+    splits = ["--splits-file", str(FAKES / "toy_splits.json")]
+    with node.node_container(agent, *data, *splits, env={**env, "TOY_LOG": str(log)}) as url:
+        yield url
+
+
+@pytest.mark.parametrize("sdk", ["python", "node"])
+async def test_each_rollout_is_one_span_named_for_the_target(tmp_path: Path, sdk: str) -> None:
     receiver = otlp_app()
     log = tmp_path / "calls.log"
     with thread_server(receiver) as otlp, thread_server(reflection_app()) as reflection:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp, "OTEL_BSP_SCHEDULE_DELAY": "100"}
-        with toy_container(log, env=env) as url:
+        with _toy(sdk, log, env) as url:
             config = RunConfig(
                 containers=[url],
                 reflection_model="fake-reflection",

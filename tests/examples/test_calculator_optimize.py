@@ -24,9 +24,9 @@ from starlette.routing import Route
 from examples.calculator.program import DATASET, create_calculator_app
 from examples.calculator.settings import AgentSettings
 from optimizer.searches import run_optimization
+from optimizer.testing import thread_server
 from proposer import InstructionRequest, InstructionSet, Proposal, ProposalRequest
 from schemas import ModelUsage, RunConfig
-from tests.fakes.servers import thread_server
 
 HINT = "Use the calculator for every step."
 ANSWERS = {

@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes.servers import ROOT, thread_server
+from optimizer.testing import thread_server
+from tests.fakes.servers import ROOT
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("dspy")

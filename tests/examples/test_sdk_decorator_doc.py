@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from container import clear_optimization_targets, create_app
-from tests.fakes.servers import thread_server
+from optimizer.testing import thread_server
 
 SEEN: list[Any] = []
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from optimizer.testing import thread_server
 from tests.fakes import spec_models
-from tests.fakes.servers import thread_server
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

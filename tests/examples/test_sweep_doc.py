@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.testing import reflection_app, thread_server
 from tests.fakes.model_container import ModelContainer
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import ROOT, thread_server
+from tests.fakes.servers import ROOT
 
 pytestmark = pytest.mark.e2e
 

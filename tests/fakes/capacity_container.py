@@ -2,7 +2,7 @@
 
 It serves the toy program of ``toy_container.py`` (the same seeds, the same rule: a rollout
 is correct when the prompt names the seed's label, its feedback says ``expected <label>``,
-so the scripted reflection model of ``reflection_server.py`` learns from it) as a plain
+so the scripted reflection model of ``optimizer/testing/reflection.py`` learns from it) as a plain
 gepa-container/1 app, with what a real deployment has and the SDK's container does not
 simulate:
 

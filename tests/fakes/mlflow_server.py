@@ -20,7 +20,8 @@ from typing import NoReturn
 
 import pytest
 
-from tests.fakes.servers import ROOT, free_port, wait_http
+from optimizer.testing import free_port, wait_http
+from tests.fakes.servers import ROOT
 
 START_TIMEOUT_S = 180.0  # its first start migrates the SQLite schema: ~15 s on a busy 2-core box
 

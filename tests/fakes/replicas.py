@@ -30,8 +30,9 @@ from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient, RetryPolicy
 from optimizer.runtime.dispatch import RolloutQueue
 from optimizer.runtime.events import EventSink
+from optimizer.testing import free_port, wait_http
 from schemas import RunConfig
-from tests.fakes.servers import FAKES, ROOT, free_port, wait_http
+from tests.fakes.servers import FAKES, ROOT
 from workspace import Workspace
 
 HAPROXY_CONFIG = """\

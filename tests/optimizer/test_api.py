@@ -14,9 +14,9 @@ from starlette.routing import Route
 
 from container import AgentResult, Candidate, Task
 from optimizer import run_gepa, run_mipro
+from optimizer.testing import thread_server
 from proposer import InstructionRequest, InstructionSet, Proposal, ProposalRequest
 from schemas import ModelUsage, PromptTemplate, RunConfig, UserError
-from tests.fakes.servers import thread_server
 
 LABELS = ["ant", "bee", "cat", "cow", "dog", "eel"]
 ROWS = [

@@ -23,10 +23,10 @@ from optimizer.runtime.client import ContainerClient, RetryPolicy
 from optimizer.runtime.dispatch import ErrorGate, RolloutQueue
 from optimizer.runtime.events import EventSink
 from optimizer.searches import run_optimization
+from optimizer.testing import thread_server
 from schemas import ContainerError, Program, RolloutFailed, RolloutRequest, RunConfig
 from tests.fakes.hostile_container import HostileContainer, Slow, Stream
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
-from tests.fakes.servers import thread_server
 from workspace import Workspace
 
 LABELS = ["ant", "bee", "cat", "cow", "dog", "eel", "fox", "gnu"]

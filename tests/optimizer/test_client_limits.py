@@ -149,7 +149,7 @@ async def test_a_url_that_keeps_refusing_rests_longer_each_time() -> None:
 
     async def handler(request: httpx.Request) -> httpx.Response:
         # The rest its last refusal earned, as routing sees it.
-        (endpoint,) = holder[0]._endpoints  # noqa: SLF001
+        (endpoint,) = holder[0]._endpoints.all  # noqa: SLF001
         rest = endpoint.limit.down_until - asyncio.get_running_loop().time()
         rests.append(max(0.0, round(rest)))
         if len(rests) <= 4:
@@ -160,3 +160,27 @@ async def test_a_url_that_keeps_refusing_rests_longer_each_time() -> None:
     outcome, retries = await holder[0].rollout(REQUEST)
     assert outcome is not None and retries == 4
     assert rests == [0, 1, 2, 4, 8]
+
+
+async def test_clients_of_one_process_share_each_urls_limit() -> None:
+    # Two runs of one `serve` process are two clients on one event loop: no limits= given.
+    a, b = ContainerClient(["http://c1"]), ContainerClient(["http://c1/", "http://c2"])
+    try:
+        a.join(8)
+        b.join(4)
+        first, second = a.limits_view()[0], b.limits_view()[0]
+        assert first == second and first["max"] == 12  # one limit, both runs' shares
+        assert b.limits_view()[1]["max"] == 4
+    finally:
+        await a.aclose()
+        await b.aclose()
+    assert a.limits_view()[0]["max"] is None  # both left: nobody holds a share
+
+
+def test_another_event_loop_has_limits_of_its_own() -> None:
+    async def registries() -> tuple[EndpointLimits, EndpointLimits]:
+        return EndpointLimits.of_loop(), EndpointLimits.of_loop()
+
+    (a, same), (b, _) = asyncio.run(registries()), asyncio.run(registries())
+    assert a is same  # one per loop: every client of a process shares it
+    assert a is not b  # a test's loop never sees another test's limits

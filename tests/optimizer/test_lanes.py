@@ -16,8 +16,8 @@ from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient
 from optimizer.runtime.dispatch import RolloutQueue
 from optimizer.runtime.events import EventSink
+from optimizer.testing import free_port, thread_server
 from schemas import RolloutRequest, RunConfig
-from tests.fakes.servers import free_port, thread_server
 from workspace import Workspace
 
 PROGRAM = {

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
@@ -24,9 +25,13 @@ from optimizer import (
 )
 from optimizer.api.spec.config import run_config
 from optimizer.api.spec.rows import find_label_column, spec_rows
-from schemas import TemplateError, UserError
+from optimizer.checks.preflight import preflight
+from optimizer.runtime.program_check import check_splits
+from optimizer.testing import thread_server
+from schemas import Program, RunConfig, TemplateError, UserError
 from tests.fakes import spec_models
-from tests.fakes.servers import thread_server
+from tests.fakes.scripted import RuleContainer
+from tests.fakes.scripted import program as rules_program
 
 TEMPLATE = PromptTemplate(
     system="Classify the customer query.", user_template="Query: {query}\nIntents: {intents}"
@@ -159,3 +164,79 @@ async def test_evaluate_template_and_format_prompt(models: tuple[str, Any]) -> N
     assert len(app.state.requests["student"]) == 9
     with pytest.raises(UserError, match=r"seed 12 is not a row index"):
         await evaluate_template(TEMPLATE, [12], rows, endpoint, correct)
+
+
+async def _spec_run(base: str, rows: list[dict[str, str]], config: GEPAConfig, ws: Path) -> Any:
+    return await run_gepa(
+        initial_template=TEMPLATE.model_copy(update={"system": "Classify the customer query."}),
+        config=config,
+        dataset=rows,
+        endpoint=Endpoint(model="student", api_base=base),
+        mutation_endpoint=Endpoint(model="reflection", api_base=base),
+        score_fn=correct,
+        workspace=ws,
+    )
+
+
+async def test_the_specs_flow_without_a_holdout_chooses_and_reports_on_val(
+    models: tuple[str, Any], tmp_path: Path
+) -> None:
+    # The spec has train_seeds and val_seeds only, and validates on val_seeds: every row is in
+    # one of the two. Such a run was refused ("program 'python-api' has no holdout seeds").
+    base, _ = models
+    rows = spec_models.intent_rows(20)
+    config = GEPAConfig(
+        population_size=2, generations=3, train_seeds=tuple(range(12)),
+        val_seeds=tuple(range(12, 20)), label_column="intent",
+    )  # fmt: skip
+    result = await _spec_run(base, rows, config, tmp_path / "ws")
+    packet = json.loads((result.evidence_dir / "evidence.json").read_text())
+    promotion = packet["promotion"]
+    assert result.measured_on == "val" and promotion["measured_on"] == "val"
+    assert promotion["selection_split"] == "val" and promotion["holdout_seeds"] == 0
+    assert promotion["measured_seeds"] == 8 and promotion["n"] == 8
+    # The lift is the best's val mean against the baseline's, on the val seeds that chose it.
+    assert result.lift == pytest.approx(packet["best"]["val"] - packet["baseline"]["val"])
+    assert result.promoted and result.lift > 0
+    report = (result.evidence_dir / "report.md").read_text()
+    assert "on 8 val seeds" in report
+    assert "the lift is measured on the seeds the winner was chosen on" in report
+    # All rows in train: chosen on train, measured there, and said so.
+    only_train = GEPAConfig(
+        population_size=2, generations=3, train_seeds=tuple(range(20)), label_column="intent"
+    )
+    trained = await _spec_run(base, rows, only_train, tmp_path / "ws2")
+    assert trained.measured_on == "train"
+    assert (
+        "measured on the seeds the winner was chosen on"
+        in (trained.evidence_dir / "report.md").read_text()
+    )
+
+
+def test_outside_the_spec_api_a_program_without_holdout_is_still_refused() -> None:
+    program = Program.model_validate(
+        {
+            "program_id": "python-api",
+            "fingerprint": "f",
+            "components": [{"name": "system_prompt", "text": "x"}],
+            "seeds": {"train": ["a"], "val": ["b"], "holdout": []},
+        }
+    )
+    with pytest.raises(UserError, match="program 'python-api' has no holdout seeds"):
+        check_splits(program, RunConfig())
+    check_splits(program, RunConfig(lift_without_holdout=True))  # the spec API's runs
+    assert run_config(GEPAConfig(train_seeds=(0,), val_seeds=(1,)), 2).lift_without_holdout
+
+
+async def test_dry_run_passes_a_program_without_holdout_only_for_a_run_that_allows_it() -> None:
+    container = RuleContainer(rules_program(["ant", "bee"], train=2, val=1, holdout=0))
+    base = RunConfig(containers=["http://rules"], reflection_model="gpt-4.1", max_metric_calls=50)
+    async with httpx.AsyncClient(transport=httpx.MockTransport(container)) as http:
+        refused = {f.check: f for f in await preflight(base, http=http, sample_rollouts=0)}
+        spec = base.model_copy(update={"lift_without_holdout": True})
+        allowed = {f.check: f for f in await preflight(spec, http=http, sample_rollouts=0)}
+    assert not refused["holdout seeds"].ok  # the CLI's runs: as before
+    assert allowed["holdout seeds"].ok and allowed["holdout seeds"].warning
+    assert "the lift is measured on the seeds that choose the winner" in (
+        allowed["holdout seeds"].message
+    )

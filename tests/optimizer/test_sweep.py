@@ -10,10 +10,10 @@ import pytest
 
 from optimizer.sweep import parse_models, run_sweep
 from optimizer.sweep.compare import ModelRow, cheapest_meeting, compare, mean_interval
+from optimizer.testing import thread_server
 from schemas import RunConfig, UserError
 from tests.fakes.model_container import LABELS, MODELS, ModelContainer
 from tests.fakes.scripted import ScriptedProposer
-from tests.fakes.servers import thread_server
 
 pytestmark = pytest.mark.e2e
 

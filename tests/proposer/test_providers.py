@@ -21,10 +21,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from container.student import StudentClients
+from optimizer.testing import thread_server
 from proposer import ModelClient, ProposerConfig, resolve_endpoint
 from schemas import UserError
 from schemas.routing import PROVIDERS, route_model
-from tests.fakes.servers import thread_server
 from tests.proposer.fakes import Script, completion
 
 KEY = "provider key 7f3a"  # nothing key-shaped: only the scrubber's knowledge can mask it

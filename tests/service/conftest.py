@@ -17,8 +17,8 @@ import pytest
 from container import create_app as container_app
 from container import load_target
 from optimizer.service import ServiceSettings, create_app
-from tests.fakes.reflection_server import create_app as reflection_app
-from tests.fakes.servers import FAKES, thread_server
+from optimizer.testing import reflection_app, thread_server
+from tests.fakes.servers import FAKES
 from tests.service.console import chromium
 
 TOY_URL = "http://toy-container"

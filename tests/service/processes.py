@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 
-from tests.fakes.servers import ROOT, free_port, wait_http
+from optimizer.testing import free_port, wait_http
+from tests.fakes.servers import ROOT
 
 
 @contextlib.contextmanager

@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 
 from optimizer.service import RunPolicy, ServiceSettings
+from optimizer.testing import thread_server
 from schemas import RunConfig
-from tests.fakes.servers import FAKES, thread_server
+from tests.fakes.servers import FAKES
 from tests.service.conftest import parse_sse, run_config, service, wait_status
 from workspace import Workspace
 

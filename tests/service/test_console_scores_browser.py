@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from optimizer.testing import thread_server
 from tests.fakes.otlp_receiver import create_app as otlp_app
-from tests.fakes.servers import FAKES, thread_server, toy_container
+from tests.fakes.servers import FAKES, toy_container
 from tests.service.conftest import run_config
 from tests.service.console import TOKEN, create_run
 from tests.service.processes import serve_process

@@ -8,7 +8,10 @@ processes that open it at once. Every refusal leaves what is stored as it was.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,6 +23,7 @@ from workspace import DatabaseURL, Workspace, mask_url, resolve_workspace
 from workspace.postgres import PG_SCHEMA_VERSION
 
 CONFIG = RunConfig(containers=["http://127.0.0.1:9"])
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _with(url: str, **parts: str) -> str:
@@ -176,3 +180,36 @@ async def test_the_pool_stays_within_its_bound(postgres_store_url: str, rollout)
         )
         assert ours[0][0] <= 3
         assert await ws.count_trials(run_id) == {"paid": 60, "cached": 0, "errors": 0}
+
+
+def test_a_url_made_into_a_path_is_refused_not_made_a_folder(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="pass the URL as a string"):
+        Workspace(Path("postgresql://gepa@db/gepa"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_names_the_fix_and_makes_no_folder(
+    postgres_url: str, tmp_path: Path, monkeypatch
+) -> None:
+    """The regression of issue 29: ``--workspace postgresql://...`` made a local folder
+    named ``postgresql:``. Now it is a store, and a store that is down is said so."""
+    monkeypatch.chdir(tmp_path)
+    down = _with(postgres_url, port=str(_closed_port()))
+    for argv, code, said in (
+        (["runs", "list", "--workspace", down], 1, "no PostgreSQL server answers at 127.0.0.1:"),
+        (["runs", "list", "--workspace", "mysql://u:pw@h/d"], 2, "is not a workspace"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "optimizer.cli", *argv],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        assert done.returncode == code, done.stderr
+        assert said in done.stderr and "pw@" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
+    listed = subprocess.run(
+        [sys.executable, "-m", "optimizer.cli", "runs", "list", "--workspace", postgres_url],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert list(tmp_path.iterdir()) == []  # the run files folder is made only when written

@@ -18,6 +18,7 @@ import { parseRolloutRequest, PROTOCOL, type RolloutRequest } from "./protocol.j
 import { pyRepr, pyStrip } from "./python.js";
 import { runRollout } from "./rollout.js";
 import type { Target } from "./target.js";
+import { tracingFromEnv, type RolloutTracer } from "./tracing.js";
 
 /** How to serve: the program's data plus the bearer token and the body limit. */
 export interface ContainerOptions extends ServeOptions {
@@ -27,6 +28,11 @@ export interface ContainerOptions extends ServeOptions {
   maxBodyBytes?: number;
   /** Where failures are logged (default: stderr). */
   log?: (line: string) => void;
+  /**
+   * Where rollout spans go: `null` records none; unset, wherever `OTEL_EXPORTER_OTLP_*` point
+   * (no such variable: none). See tracing.ts.
+   */
+  tracer?: RolloutTracer | null;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
@@ -36,6 +42,7 @@ export class Container {
   constructor(
     readonly served: ServedProgram,
     readonly server: Server,
+    readonly tracer: RolloutTracer | null = null,
   ) {}
 
   /** Listen on `host:port` (port 0 picks a free one); resolves to the base URL. */
@@ -51,28 +58,34 @@ export class Container {
     });
   }
 
-  /** Stop listening and close idle connections. */
-  close(): Promise<void> {
-    return new Promise((resolve) => {
+  /** Stop listening, close idle connections, and export the rollout spans still queued. */
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeIdleConnections();
     });
+    await this.tracer?.flush();
   }
 }
 
 /** A container serving `target`; paths are loaded now, so their errors show at startup. */
 export async function createContainer(target: Target, options: ContainerOptions = {}): Promise<Container> {
   const served = await buildServedProgram(target, options);
-  const handler = createHandler(served, options);
+  const tracer = options.tracer === undefined ? tracingFromEnv(process.env, options.log) : options.tracer;
+  const handler = createHandler(served, { ...options, tracer });
   const server = createHttpServer((req, res) => void handler(req, res));
-  return new Container(served, server);
+  return new Container(served, server, tracer);
 }
 
-/** The request handler of a served program, to mount in a server of your own. */
+/**
+ * The request handler of a served program, to mount in a server of your own (with tracing on,
+ * `await options.tracer.flush()` before the process exits: spans are exported in batches).
+ */
 export function createHandler(served: ServedProgram, options: ContainerOptions = {}): Handler {
   const expectedAuth = options.token ? digest(options.token) : null;
   const limit = options.maxBodyBytes ?? 1_000_000;
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
+  const tracer = options.tracer === undefined ? tracingFromEnv(process.env, options.log) : options.tracer;
   const healthBody = { status: "ok", protocol: PROTOCOL };
 
   const authorize = (req: IncomingMessage): void => {
@@ -98,7 +111,7 @@ export function createHandler(served: ServedProgram, options: ContainerOptions =
       return sendFault(res, err);
     }
     try {
-      sendJson(res, 200, await runRollout(served, request));
+      sendJson(res, 200, await runRollout(served, request, tracer));
     } catch (err) {
       logFault(log, served.target.id, err);
       sendFault(res, err);

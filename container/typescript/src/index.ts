@@ -37,5 +37,6 @@ export {
 } from "./target.js";
 export { Candidate, taskFieldsOf, type SplitName, type Task } from "./task.js";
 export { PromptTemplate, type ChatMessage, type Demo } from "./template.js";
+export { RolloutSpan, RolloutTracer, spanEvent, tracingFromEnv, type ExportSettings } from "./tracing.js";
 export { normalizeText } from "./text.js";
 export { loadVerifier, Verifier, type VerifierFn, type VerifierLike } from "./verifiers.js";

@@ -11,6 +11,7 @@ import { AgentResult, coerceResult } from "./results.js";
 import { splitOf } from "./splits.js";
 import { Candidate, taskFieldsOf, type Task } from "./task.js";
 import type { PromptTemplate } from "./template.js";
+import type { RolloutSpan, RolloutTracer } from "./tracing.js";
 
 /**
  * Run and score one rollout; caller faults throw `RequestRejected` (404/422).
@@ -19,11 +20,36 @@ import type { PromptTemplate } from "./template.js";
  * `UserMistake` (422) before the target runs: no candidate can fix it. A template candidate
  * whose `demos` component does not parse, or holds a demo whose input does not fit the user
  * template, is not run: it scores 0 with feedback saying why (a broken prompt is the
- * candidate's failure, not an infrastructure fault to retry).
+ * candidate's failure, not an infrastructure fault to retry). With a `tracer`, it all runs in
+ * an `optimize:<target id>` span (tracing.ts) whose ids the trace's events name.
  */
-export async function runRollout(served: ServedProgram, request: RolloutRequest): Promise<RolloutResponse> {
+export async function runRollout(
+  served: ServedProgram,
+  request: RolloutRequest,
+  tracer: RolloutTracer | null = null,
+): Promise<RolloutResponse> {
   const task = resolveTask(served, request);
   const components = resolveComponents(served, request);
+  const span = tracer?.start(served.target.id, request, task.split) ?? null;
+  let answer: RolloutResponse;
+  try {
+    answer = await scored(served, request, task, components, span);
+  } catch (err) {
+    span?.fail(err);
+    throw err;
+  }
+  const event = span?.finish(answer.reward);
+  if (event !== undefined && request.return_trace) answer.trace.events.push(event); // for the console's feed
+  return answer;
+}
+
+async function scored(
+  served: ServedProgram,
+  request: RolloutRequest,
+  task: Task,
+  components: Record<string, string>,
+  span: RolloutSpan | null,
+): Promise<RolloutResponse> {
   checkRowFits(served.target.template, task);
   let template: PromptTemplate | null = null;
   if (served.target.template !== null) {
@@ -35,7 +61,12 @@ export async function runRollout(served: ServedProgram, request: RolloutRequest)
       return response(0, null, err.message, emptyTrace(), usage(null, 0));
     }
   }
-  const candidate = new Candidate(components, { candidateId: request.candidate_id, model: request.policy.model, template });
+  const candidate = new Candidate(components, {
+    candidateId: request.candidate_id,
+    model: request.policy.model,
+    template,
+    traceparent: span?.traceparent ?? null,
+  });
   const started = performance.now();
   const value = await served.target.fn(task, candidate);
   const measuredMs = performance.now() - started;

@@ -49,20 +49,29 @@ export function taskRow(task: Task): Record<string, unknown> {
 /**
  * The text of every component for this rollout, plus who asks and with which model. `model`
  * is the request's `policy.model`: `null` means "use the container's own default model".
+ * `traceparent` is the rollout's span as a W3C header value (`null` when tracing is off): pass
+ * it on to parent the agent's own spans.
  */
 export class Candidate {
   readonly components: Readonly<Record<string, string>>;
   readonly candidateId: string;
   readonly model: string | null;
+  readonly traceparent: string | null;
   readonly #template: PromptTemplate | null;
 
   constructor(
     components: Record<string, string>,
-    options: { candidateId?: string; model?: string | null; template?: PromptTemplate | null } = {},
+    options: {
+      candidateId?: string;
+      model?: string | null;
+      template?: PromptTemplate | null;
+      traceparent?: string | null;
+    } = {},
   ) {
     this.components = Object.freeze({ ...components });
     this.candidateId = options.candidateId ?? "";
     this.model = options.model ?? null;
+    this.traceparent = options.traceparent ?? null;
     this.#template = options.template ?? null;
   }
 

@@ -15,7 +15,9 @@ the spec's numbers mean that budget (``docs/spec-api.md`` has the table):
 
 Seeds are row indices of the dataset. Rows in neither ``train_seeds`` nor ``val_seeds`` (nor
 ``holdout_seeds`` when given) are the holdout the lift is measured on; without any seeds the
-runtime's stratified 60/20/20 split is used.
+runtime's stratified 60/20/20 split is used. When every row is a train or val seed, the run
+goes as the spec says: the winner is chosen on val (on train without val seeds) and the lift
+is measured there too (``lift_without_holdout``), which the result and the report say.
 """
 
 from __future__ import annotations
@@ -166,6 +168,7 @@ def run_config(config: SpecConfig, rows: int) -> RunConfig:
         "concurrency": config.max_concurrent,
         "minibatch_size": config.minibatch_size,
         "seed": config.seed,
+        "lift_without_holdout": True,  # the spec validates on val_seeds; holdout is optional
     }
     if isinstance(config, GEPAConfig):
         knobs = _gepa(config, train=train, val=val, holdout=holdout)

@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible reflection model for end-to-end tests (text mode).
+"""A scripted OpenAI-compatible reflection model for end-to-end tests and benches (text mode).
 
 It reads the verifier feedback in the proposer's request ("expected cow") and answers a
 prompt that names the labels it saw, in the proposer's text-mode block format. Being a
@@ -15,6 +15,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+__all__ = ["reflection_app", "scripted_answer"]
 
 EXPECTED = re.compile(r"expected[\s'\"`]*([a-z]{3})\b", re.I)
 PROMPT = re.compile(r"Known labels: ([a-z, ]+)\.")
@@ -34,7 +36,9 @@ def _mipro_answer(text: str) -> str | None:
     return f"<<<COMPONENT system_prompt\n{body}\n>>>\nRATIONALE: name labels seen in the data"
 
 
-def _answer(messages: list[dict[str, Any]]) -> str:
+def scripted_answer(messages: list[dict[str, Any]]) -> str:
+    """The answer to a chat: MIPRO's summary and instructions, else a text-mode proposal that
+    names up to two labels the feedback says were expected (detailed failures first)."""
     text = "\n".join(str(m.get("content") or "") for m in messages)
     mipro = _mipro_answer(text)
     if mipro is not None:
@@ -58,13 +62,13 @@ def _answer(messages: list[dict[str, Any]]) -> str:
     return f"<<<COMPONENT system_prompt\n{body}\n>>>\nRATIONALE: name the labels the student missed: {', '.join(new) or 'none'}"
 
 
-def create_app() -> Starlette:
-    """The fake server; ``app.state.calls`` counts chat completions."""
+def reflection_app() -> Starlette:
+    """The scripted reflection model as an app; ``app.state.calls`` counts chat completions."""
 
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
         request.app.state.calls += 1
-        content = _answer(body.get("messages", []))
+        content = scripted_answer(body.get("messages", []))
         return JSONResponse(
             {
                 "id": f"chatcmpl-{request.app.state.calls}",
