@@ -18,7 +18,7 @@ from optimizer.gepa.candidates import Candidates
 from optimizer.gepa.context import SearchContext
 from optimizer.gepa.gate import Gate
 from optimizer.gepa.merge3 import merge_components
-from schemas import CandidateRecord
+from schemas import CandidateRecord, content_hash
 
 if TYPE_CHECKING:
     from optimizer.gepa.acceptance import Acceptance
@@ -197,17 +197,25 @@ class Stacking:
         culprits: list[Waiting],
         against: str,
     ) -> None:
-        """Stack the children not to blame on ``base`` again; accept it if it beats ``against``."""
+        """Stack the children not to blame on ``base`` again; accept it if it beats ``against``.
+
+        One child left on its own parent is that child itself, judged the same way.
+        """
+        state = self._ctx.deps.state
         rest = [w for w in used if w not in culprits]
-        merged = dict(self._ctx.deps.state.candidates[base].components)
+        merged = dict(state.candidates[base].components)
         for w in rest:
-            parent = self._ctx.deps.state.candidates[w.parent_id].components
-            m = merge_components(parent, merged, w.child.components)
+            m = merge_components(
+                state.candidates[w.parent_id].components, merged, w.child.components
+            )
             if m is not None:
                 merged = m
-        if not rest or merged == dict(self._ctx.deps.state.candidates[base].components):
+        if merged == dict(state.candidates[base].components):
             return
-        record = await self._stacked(iteration, "t", base, merged, rest)
+        same = content_hash(merged)
+        record = next((c for c in state.candidates.values() if c.content_hash == same), None)
+        if record is None:
+            record = await self._stacked(iteration, "t", base, merged, rest)
         if record is not None and await self._gate.on_train(iteration, record, against):
             await self._acceptance.full_train(record.candidate_id, against)
 

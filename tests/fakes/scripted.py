@@ -114,10 +114,16 @@ class ScriptedProposer:
     pick: Callable[[list[str], int], str] = lambda labels, n: labels[0]
     # Each proposal also rewrites the first line, so two edits of one parent conflict.
     conflicting: bool = False
+    # Each proposal also words the first line anew, so two edits of one parent change the
+    # same sentence two ways (a three-way merge of them conflicts).
+    rewording: bool = False
     # Fix a failure shown only among the other train failures, not in the minibatch.
     from_context: bool = False
     # Always add this line, whatever the failures (a proposal that fixes nothing).
     fixed_label: str | None = None
+    # These proposals (1-based) drop the parent's last label line and add nothing: answers
+    # that make the text worse, as real reflection models sometimes write.
+    drops: frozenset[int] = frozenset()
 
     def hold(self, n: int) -> asyncio.Event:
         """The event the n-th proposal waits for."""
@@ -134,6 +140,12 @@ class ScriptedProposer:
         self.total_usage = self.total_usage + ModelUsage(calls=1)
         text = request.parent.components["system_prompt"]
         known = {line[2:].strip() for line in text.splitlines() if line.startswith("- ")}
+        if n in self.drops:
+            lines = text.splitlines()
+            last = max(i for i, line in enumerate(lines) if line.startswith("- "))
+            return self._answer(
+                request, {"system_prompt": "\n".join(lines[:last] + lines[last + 1 :])}
+            )
         shown = request.evaluations
         if self.from_context:
             in_minibatch = {m.group(1) for e in shown if (m := FEEDBACK.search(e.feedback))}
@@ -153,9 +165,14 @@ class ScriptedProposer:
         if self.conflicting:
             head, *rest = text.splitlines()
             text = "\n".join([f"{BASELINE} (version {n})", *rest])
-        new = {"system_prompt": f"{text}\n- {label}"}
+        if self.rewording:
+            head, *rest = text.splitlines()
+            text = "\n".join([f"Give the item's label, version {n}.", *rest])
+        return self._answer(request, {"system_prompt": f"{text}\n- {label}"})
+
+    def _answer(self, request: ProposalRequest, new: dict[str, str]) -> Proposal:
         if content_hash(new) in request.existing_hashes:
-            raise ProposalRejected("duplicate", "exists")
+            raise ProposalRejected("duplicate", "exists", content_hash=content_hash(new))
         diff = unified_diff(request.parent.components, new, request.parent.candidate_id)
         return Proposal(
             components=new,

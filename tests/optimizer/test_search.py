@@ -464,11 +464,12 @@ async def _on_the_baseline(
     container: RuleContainer,
     delays: tuple[float, ...],
     pick: Callable[[list[str], int], str] = lambda labels, n: labels[min(n - 1, len(labels) - 1)],
+    **proposer_options: Any,
 ) -> list[Event]:
     """A run with three proposals (one per delay) in flight on the baseline, each adding
     another label (``pick``); the n-th answers ``delays[n]`` seconds after the one before it
-    (the first, after all were asked)."""
-    proposer = ScriptedProposer(pick=pick)
+    (the first, after all were asked). ``proposer_options`` go to the ``ScriptedProposer``."""
+    proposer = ScriptedProposer(pick=pick, **proposer_options)
     holds = [proposer.hold(n) for n in range(1, len(delays) + 1)]
 
     async def release() -> None:
@@ -693,3 +694,106 @@ def test_failures_with_the_same_feedback_are_one_kind() -> None:
     assert failure_kind("s4", "  ") == "s4"  # no feedback: the seed is its own kind
     kinds = {"x1": "k1", "x2": "k1", "y1": "k2"}
     assert one_of_each(["x1", "x2", "y1", "z"], kinds) == ["x1", "y1", "z", "x2"]
+
+
+async def test_a_stack_that_broke_seeds_is_stacked_again_without_the_child_to_blame(
+    tmp_path: Path,
+) -> None:
+    # Two children written at once on the "- ant" baseline: one adds bee, the other drops
+    # ant and adds nothing (an answer that made the text worse). Their stack solves bee's
+    # items and breaks ant's; the one whose edit removed a line is scored alone on those.
+    events = await _on_the_baseline(
+        tmp_path,
+        RuleContainer(_with_ant(LABELS)),
+        delays=(1.0, 0.0),
+        pick=lambda labels, n: "bee" if "bee" in labels else labels[0],
+        drops=frozenset({2}),
+    )
+    good, bad = [e.data["candidate_id"] for e in events if e.type == "candidate"][:2]
+    blame = next(e.data for e in events if e.type == "blame")
+    assert sorted(blame["broken"]) == ["ant-0", "ant-1"]
+    assert blame["suspects"] == [bad] and blame["culprits"] == [bad]
+    # What is accepted next is the stack without it: ant kept, bee added.
+    after = events[events.index(next(e for e in events if e.type == "blame")) :]
+    accepted = next(e.data for e in after if e.type == "gate" and e.data["accepted"])
+    assert accepted["candidate_id"] == good
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    assert train[good] == pytest.approx(2 / len(LABELS))
+
+
+async def test_a_stale_child_that_conflicts_with_the_new_best_is_dropped(tmp_path: Path) -> None:
+    # Two proposals on the baseline each word its first line anew; the first is accepted as
+    # the new best while the second is still being written. The second's edit conflicts
+    # with the best's: it is dropped, not gated against the stale baseline as a branch.
+    proposer = ScriptedProposer(rewording=True)
+    first_hold, second_hold = proposer.hold(1), proposer.hold(2)
+    baseline: list[str] = []
+
+    def listen(event: Event) -> None:
+        if event.type == "scored" and event.data["split"] == "train":
+            if baseline and event.data["candidate_id"] not in baseline:
+                second_hold.set()  # the first child is the new best: now the second answers
+            baseline.append(event.data["candidate_id"])
+        if event.type == "iteration" and event.data.get("iteration") == 2:
+            first_hold.set()
+
+    events: list[Event] = []
+    await _run(
+        tmp_path,
+        RuleContainer(program(LABELS)),
+        proposer,
+        events,
+        on_event=listen,
+        proposals_in_flight=2,
+        minibatch_size=2 * len(LABELS),
+    )
+    first, second = [e.data["candidate_id"] for e in events if e.type == "candidate"][:2]
+    rebase = next(e.data for e in events if e.type == "rebase" and e.data["candidate_id"] == second)
+    assert rebase["reason"] == "conflict" and rebase["dropped"] is True
+    gated = [e.data["candidate_id"] for e in events if e.type == "gate"]
+    assert first in gated and second not in gated
+
+
+async def test_an_answer_that_goes_back_to_an_older_text_is_not_taken_for_nothing_new(
+    tmp_path: Path,
+) -> None:
+    # The second proposal drops the line the first added: its text is the baseline's, a
+    # duplicate of the parent's ancestor. That is a regression, not a model that saw the
+    # failures and found nothing to write: the search goes on and solves the rest.
+    container, proposer = RuleContainer(program(["ant", "bee"])), ScriptedProposer()
+    proposer.drops = frozenset({2})
+    result = await _run(tmp_path, container, proposer, proposals_in_flight=1, patience=0)
+    assert result.evidence["stop_reason"] != CONVERGED
+    assert "full marks" in result.evidence["stop_reason"]
+
+
+async def test_one_writer_scores_the_child_on_spare_seeds_in_the_gates_round(
+    tmp_path: Path,
+) -> None:
+    # With one proposal in flight the gate's minibatch (2 seeds) leaves 6 of 8 slots idle:
+    # the child is scored on 6 more train seeds in that round (cached, not judged on), so
+    # its full train evaluation needs fewer rounds when it passes.
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    sent_at_gate: dict[str, tuple[int, int]] = {}
+
+    def sent(candidate_id: str) -> int:
+        return sum(n for (h, _), n in container.calls.items() if h.startswith(candidate_id))
+
+    def listen(event: Event) -> None:
+        if event.type == "gate" and isinstance(event.data["parent"], str):
+            cid = event.data["candidate_id"]
+            sent_at_gate.setdefault(cid, (sent(cid), len(event.data["minibatch"])))
+
+    await _run(
+        tmp_path,
+        container,
+        proposer,
+        on_event=listen,
+        proposals_in_flight=1,
+        concurrency=8,
+        minibatch_size=2,
+    )
+    assert sent_at_gate
+    for scored, judged in sent_at_gate.values():
+        assert judged == 2 and scored == 8  # 2 judged, 6 more in the same round
+    assert max(container.calls.values()) == 1  # and none of them paid for twice

@@ -187,3 +187,31 @@ async def test_a_patterns_line_before_the_block_is_the_rationale(api) -> None:
     proposal = await make_proposer(mode="text").propose(banking_request())
     assert proposal.components == {"system_prompt": NEW}
     assert "delivery time vs arrival" in proposal.rationale
+
+
+RULE = "Questions about how long a card takes to arrive are card_delivery_estimate."
+
+
+async def test_a_hosted_answer_that_ignores_the_format_is_read_as_its_revision(api) -> None:
+    # A hosted model wrote the revised text as prose between a preamble and a sign-off:
+    # its text is the answer; asking again would cost a call for the same text in blocks.
+    prose = (
+        "Sure! Here is an improved version of the prompt.\n\n"
+        f"{PARENT_PROMPT}\n{RULE}\n\nHope this helps."
+    )
+    script = scripted(api, completion(prose))
+    proposal = await make_proposer(mode="text", endpoint="hosted").propose(banking_request())
+    assert len(script.requests) == 1
+    assert proposal.components == {"system_prompt": f"{PARENT_PROMPT}\n{RULE}"}
+
+
+async def test_an_unformatted_answer_sharing_no_line_with_the_text_is_asked_for_again(
+    api,
+) -> None:
+    script = scripted(
+        api,
+        completion("I would make the prompt more specific about delivery."),
+        completion(text_answer(NEW)),
+    )
+    proposal = await make_proposer(mode="text", endpoint="hosted").propose(banking_request())
+    assert len(script.requests) == 2 and proposal.components == {"system_prompt": NEW}
