@@ -259,9 +259,12 @@ def test_sigkill_mid_search_then_resume_repeats_no_committed_rollout(
         proc = subprocess.Popen(
             cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy()
         )
-        deadline = time.monotonic() + 60
-        while _events(root, "gate") < 2 and time.monotonic() < deadline:
+        # Killed mid-search for certain: after its second gate, or the test fails saying so
+        # (it used to go on after 60 s whatever the run had reached).
+        deadline = time.monotonic() + 300
+        while _events(root, "gate") < 2:
             assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "the run did not reach its second gate in 300 s"
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()

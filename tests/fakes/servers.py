@@ -10,8 +10,10 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from optimizer.testing import free_port, wait_http
 
@@ -54,6 +56,9 @@ def toy_container(
     )
     try:
         wait_http(f"http://127.0.0.1:{port}/health", proc=proc)
+        # Read what it prints from now on: a full pipe would block the container at its next
+        # log line (a traceback per crashing rollout fills 64 KiB in a few dozen rollouts).
+        threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
@@ -64,6 +69,13 @@ def toy_container(
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def _drain(stream: IO[bytes] | None) -> None:
+    """Read a process's output until it closes, keeping nothing."""
+    with contextlib.suppress(OSError, ValueError):
+        while stream is not None and stream.read(65536):
+            pass
 
 
 def rollout_calls(log: Path) -> list[tuple[str, str]]:

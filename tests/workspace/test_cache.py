@@ -175,26 +175,39 @@ async def test_a_cancelled_write_is_all_or_nothing_and_leaves_no_open_transactio
     def batch(tag: str) -> list:
         return [rollout(f"{tag}-{i}", trace={"t": os.urandom(600).hex()}) for i in range(50)]
 
-    started = time.perf_counter()
-    await ws.record_rollouts(batch("timing"))
-    duration = time.perf_counter() - started
-    # Cancel at points spread over a whole call, so some land before, some inside and some
-    # after the transaction; each batch must be wholly stored or wholly absent.
-    outcomes = set()
-    for step in range(30):
-        records = batch(f"t{step}")
+    async def cancelled_after(delay: float | None) -> list:
+        """A batch whose write is cancelled ``delay`` s after it was started (None: at once,
+        before it ran); the write after it must work, and it orders the check after a
+        shielded COMMIT that may still have been finishing."""
+        records = batch(f"t{delay}")
         task = asyncio.create_task(ws.record_rollouts(records))
-        await asyncio.sleep(duration * step / 25)
+        if delay is not None:
+            await asyncio.sleep(delay)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        await asyncio.sleep(duration)  # a shielded COMMIT may still be finishing
+        [rollout_id] = await ws.record_rollouts([rollout(f"after-{delay}")])
+        assert (await ws.get_rollout(rollout_id)).seed == f"after-{delay}"
+        return records
+
+    started = time.perf_counter()
+    await ws.record_rollouts(batch("timing"))
+    duration = time.perf_counter() - started
+    # Cancel at points spread over a whole call: where each lands (before, inside or after the
+    # transaction) is the machine's business; each batch is wholly stored or wholly absent.
+    for step in range(30):
+        records = await cancelled_after(duration * step / 25)
         found = await ws.lookup_many([r.cache_key for r in records])
         assert len(found) in (0, len(records)), f"partial batch at step {step}"
-        outcomes.add(len(found) > 0)
-        [rollout_id] = await ws.record_rollouts([rollout(f"after-{step}")])
-        assert (await ws.get_rollout(rollout_id)).seed == f"after-{step}"
-    assert outcomes == {False, True}
+    # Both ends, for certain: a write cancelled before it ran stored nothing; one that
+    # returned stored everything, and cancelling its finished task changes nothing.
+    never = await cancelled_after(None)
+    assert await ws.lookup_many([r.cache_key for r in never]) == {}
+    done = batch("done")
+    task = asyncio.create_task(ws.record_rollouts(done))
+    await task
+    task.cancel()
+    assert len(await ws.lookup_many([r.cache_key for r in done])) == len(done)
 
 
 async def test_closed_workspace_says_how_to_open_it(store: Store) -> None:
