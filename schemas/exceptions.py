@@ -68,7 +68,8 @@ class RolloutFailed(ContainerError):
 
     ``reason`` says what the last attempt met, so the run can name the fix: ``"timeout"``
     (no answer within ``timeout_s`` seconds: raise ``--rollout-timeout``), ``"status"``
-    (429/5xx, see ``status``) or ``"connection"`` (refused or dropped).
+    (429/5xx, see ``status``), ``"connection"`` (refused or dropped) or ``"rate_limit"``
+    (nothing but 429s for longer than the wait allowed). ``last`` describes that answer.
     """
 
     def __init__(
@@ -79,12 +80,14 @@ class RolloutFailed(ContainerError):
         status: int | None = None,
         reason: str = "status",
         timeout_s: float | None = None,
+        last: str = "",
     ) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.status = status
         self.reason = reason
         self.timeout_s = timeout_s
+        self.last = last
 
 
 class ProtocolViolation(ContainerError):

@@ -9,6 +9,10 @@ nothing and spends no budget (the student model is called, which is the point). 
 create`` sends them as the run will (its run id, the baseline's candidate id, with traces) and
 stores the scored ones in the workspace's rollout cache, so the run reads them back instead of
 paying for the same (candidate, seed) again.
+
+A check is quick: a container that answers nothing but 429s is waited on for
+``CHECK_RATE_LIMIT_WAIT_S`` at most (or ``--rate-limit-wait`` when shorter), not the run's
+ten minutes, and reported as a warning: a run waits such a limit out.
 """
 
 from __future__ import annotations
@@ -42,8 +46,9 @@ from schemas import (
 __all__ = ["SampleOutcome", "findings_of", "sample_findings", "sample_rollouts", "sample_seeds"]
 
 DRY_RUN_ID = "dry-run"
+CHECK_RATE_LIMIT_WAIT_S = 10.0  # long enough for a burst's Retry-After, short for a check
 UNAVAILABLE = frozenset({None, 408, 425, 429, 502, 503, 504})  # None: timeout, lost connection
-Verdict = Literal["scored", "refused", "crashed", "unscorable", "unavailable"]
+Verdict = Literal["scored", "refused", "crashed", "unscorable", "unavailable", "rate_limited"]
 FIXES: dict[Verdict, str] = {
     "refused": "a run would stop at the first such rollout (a refusal or an answer outside "
     "the protocol is not retried): fix what the message names, then run the dry-run again",
@@ -53,7 +58,11 @@ FIXES: dict[Verdict, str] = {
     "--max-error-rate): fix what the container returns",
     "unavailable": "a run retries this with backoff; if it persists, check the container's "
     "log and its student model's rate limits",
+    "rate_limited": "a run retries this with backoff, waiting up to --rate-limit-wait for the "
+    "limit to clear before its rollouts fail: check the student model's rate limits, or give "
+    "the container more capacity",
 }
+WARNINGS = frozenset({"unavailable", "rate_limited"})
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,11 @@ async def sample_rollouts(
         token=token,
         http=http,
         policy=RetryPolicy(
-            max_retries=2, base_delay_s=0.2, max_delay_s=5.0, timeout_s=config.rollout_timeout_s
+            max_retries=2,
+            base_delay_s=0.2,
+            max_delay_s=5.0,
+            timeout_s=config.rollout_timeout_s,
+            rate_limit_wait_s=min(config.rate_limit_wait_s, CHECK_RATE_LIMIT_WAIT_S),
         ),
     )
     sample = _Sample(client, program, Policy(model=config.task_model), run_id)
@@ -137,7 +150,7 @@ def findings_of(outcomes: list[SampleOutcome]) -> list[Finding]:
         )
     for outcome, seeds in _distinct_problems(outcomes):
         also = f" (also seeds {', '.join(seeds[1:])})" if len(seeds) > 1 else ""
-        warning = outcome.verdict == "unavailable"
+        warning = outcome.verdict in WARNINGS
         findings.append(
             Finding(
                 f"baseline rollout {outcome.seed}",
@@ -178,6 +191,8 @@ class _Sample:
         except InvalidRollout as exc:
             return SampleOutcome(seed, "unscorable", problem=str(exc))
         except RolloutFailed as exc:
+            if exc.reason == "rate_limit":
+                return SampleOutcome(seed, "rate_limited", problem=self._rate_limited(exc))
             verdict: Verdict = "unavailable" if exc.status in UNAVAILABLE else "crashed"
             return SampleOutcome(seed, verdict, problem=str(exc))
         assert outcome is not None  # the client returns an outcome or raises
@@ -197,6 +212,11 @@ class _Sample:
             }
             record = scored_record(ids, outcome)
         return SampleOutcome(seed, "scored", reward=outcome.response.reward, record=record)
+
+    def _rate_limited(self, exc: RolloutFailed) -> str:
+        """What the check met: the container's 429s outlasted the check's short wait."""
+        wait = self.client.policy.rate_limit_wait_s
+        return f"the container answered only 429 for the check's {wait:g} s wait (last: {exc.last})"
 
 
 def _distinct_problems(outcomes: list[SampleOutcome]) -> list[tuple[SampleOutcome, list[str]]]:

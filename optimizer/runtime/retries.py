@@ -120,6 +120,7 @@ class Tries:
             status=self.status,
             reason=self.reason,
             timeout_s=timeout,
+            last=self.last,
         )
 
     def _rate_limited(self, policy: RetryPolicy, url: str, waited: float) -> RolloutFailed:
@@ -131,6 +132,7 @@ class Tries:
             attempts=self.attempts,
             status=429,
             reason="rate_limit",
+            last=self.last,
         )
 
 
