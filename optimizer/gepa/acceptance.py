@@ -269,7 +269,7 @@ class Acceptance:
             self._ctx.halt(f"{candidate_id} scores full marks on every train seed")
 
     def follow_up(self, candidate_id: str, parent_id: str) -> None:
-        """Queue a sideways child (it fixed seeds and broke others, no better on the mean).
+        """Queue a sideways child (it fixed seeds and broke as many others: a tie on the mean).
 
         Fixes interact: a new rule can win its own seeds and take over others' (two
         look-alike cases). The child is kept on the frontier for the seeds it wins, but only
@@ -281,7 +281,9 @@ class Acceptance:
         child, parent = s.train.get(candidate_id, {}), s.train.get(parent_id, {})
         broken = [x for x in s.train_seeds if x in child and child[x] < parent.get(x, 0.0)]
         mean, parent_mean = s.train_mean(candidate_id), s.train_mean(parent_id)
-        sideways = mean is not None and parent_mean is not None and mean <= parent_mean
+        # A tie: it traded seeds with its parent. One worse on the mean lost more than it
+        # won (an answer that dropped a rule, or a gate passed on a noisy minibatch).
+        sideways = mean is not None and parent_mean is not None and abs(mean - parent_mean) < 1e-9
         if broken and sideways and candidate_id in s.frontier.members():
             # Every writer free meanwhile builds on it, each shown its share of what it broke.
             self._follow[candidate_id] = (broken, self._ctx.in_flight)

@@ -34,7 +34,10 @@ class SearchContext:
     @classmethod
     def of(cls, deps: SearchDeps) -> SearchContext:
         """A fresh context for a search over ``deps``."""
-        sampler = MinibatchSampler(deps.state.train_seeds, deps.config.minibatch_size, deps.rng)
+        state = deps.state
+        sampler = MinibatchSampler(
+            state.train_seeds, deps.config.minibatch_size, deps.rng, skip=state.set_aside
+        )
         return cls(deps=deps, sampler=sampler)
 
     @property

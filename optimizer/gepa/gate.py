@@ -113,8 +113,10 @@ class Gate:
         """
         d = self._ctx.deps
         parent_ids = (parent,) if isinstance(parent, str) else parent
+        ahead = self._ahead(seeds, extension)
+        seeds = seeds + ahead
         results = [
-            parent_mb
+            {**parent_mb, **await d.queue.evaluate(p, d.state.candidates[p].components, ahead)}
             if parent_mb is not None
             else await d.queue.evaluate(p, d.state.candidates[p].components, seeds)
             for p in parent_ids
@@ -134,9 +136,7 @@ class Gate:
         self._gating.add(child.candidate_id)
         self._gates[child.candidate_id] += 1
         try:
-            ahead = self._ahead(seeds, extension)
-            first = await d.queue.evaluate(child.candidate_id, child.components, seeds + ahead)
-            first = {s: first[s] for s in seeds}
+            first = await d.queue.evaluate(child.candidate_id, child.components, seeds)
             seeds, child_res = await self.extend(
                 child, parent_ids, results, first, seeds, extension
             )
@@ -147,13 +147,14 @@ class Gate:
         return accepted
 
     def _ahead(self, seeds: list[str], extension: Sequence[str]) -> list[str]:
-        """Train seeds to score the child on in the gate's round of rollouts, not judged on.
+        """Train seeds the gate adds to the minibatch, to fill its round of rollouts.
 
-        With one proposal in flight the gate's minibatch leaves most of the concurrency idle
-        for its round; the seeds sent in those slots (the extension first, then the rest of
-        the train split) are cached for the extension and the full train evaluation, so a
-        child that passes saves a round of rollouts, and one that fails cost at most a
-        round's spare slots. With several in flight, other writers use those slots.
+        With one proposal in flight the minibatch leaves most of the concurrency idle for its
+        round. Seeds sent in those slots (the extension first, then the rest of the train
+        split) cost no extra round: the gate judges on them too (a noisy student then needs
+        more than one lucky seed to pass a child), and a child that passes needs a round
+        fewer for its full train evaluation. The parent's are cached. With several in
+        flight, other writers use those slots.
         """
         d = self._ctx.deps
         spare = d.config.concurrency - len(seeds)

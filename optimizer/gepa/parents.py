@@ -1,8 +1,9 @@
 """GEPA's parents: sampling from the Pareto frontier and pairing frontier candidates to merge.
 
 Pure functions over a :class:`~optimizer.runtime.frontier.Frontier` and the lineage.
-Parents are sampled with weight = number of seeds won, so a candidate that alone solves
-rare seeds keeps a chance; merges pair candidates from different branches only.
+Parents are sampled with weight = number of seeds won (seeds somebody solved: a seed every
+candidate fails is nobody's), so a candidate that alone solves rare seeds keeps a chance;
+merges pair candidates from different branches only.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def sample_parent(
     ``exhausted`` candidates (every failure of theirs was shown to a proposal on them
     already) are drawn only when no other candidate has weight.
     """
-    wins = frontier.wins()
+    # Seeds nobody solved are ties at the lowest score: they say nothing about which parent
+    # to build on, and counting them would make the draw nearly uniform early in a run.
+    wins = frontier.wins(solved=True) or frontier.wins()
     if not wins:
         raise ValueError("the frontier is empty: evaluate the baseline first")
     ids, seen = list(wins), repeats or {}
@@ -71,7 +74,8 @@ def complementary_pairs(
     With ``parents`` (the lineage), a candidate is never paired with one it descends from:
     such a merge can only re-add what the descendant dropped, and mostly ties.
     """
-    wins = {cid: set(seeds) for cid, seeds in frontier.wins().items()}
+    solved = frontier.wins(solved=True) or frontier.wins()
+    wins = {cid: set(seeds) for cid, seeds in solved.items()}
     ids = list(wins)
     lineage = {cid: ancestors(parents, cid) for cid in ids} if parents is not None else {}
     return [

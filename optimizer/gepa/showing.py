@@ -33,7 +33,8 @@ CONTEXT_PER_MINIBATCH = 2
 
 
 def evaluations_of(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
-    """Rollout results as the proposer reads them."""
+    """Rollout results as the proposer reads them; a seed set aside (never sent: it failed
+    for two candidates before) is no failure of this one and is left out."""
     return tuple(
         Evaluation(
             seed=r.seed,
@@ -44,6 +45,7 @@ def evaluations_of(results: Mapping[str, SeedResult]) -> tuple[Evaluation, ...]:
             status=r.record.status,
         )
         for r in results.values()
+        if not r.set_aside
     )
 
 

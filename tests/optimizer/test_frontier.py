@@ -86,6 +86,19 @@ def test_sampling_is_weighted_by_seeds_won_and_seeded() -> None:
     assert draws == again
 
 
+def test_seeds_nobody_solved_add_no_weight_to_a_parent() -> None:
+    # s4 is unsolved: both candidates tie there at 0. It says nothing about which parent to
+    # build on, so the draw goes by the solved seeds only: a 2, b 1 (not 3 to 2).
+    scores = {"a": {"s1": 1, "s2": 1, "s3": 0, "s4": 0}, "b": {"s1": 0, "s2": 0, "s3": 1, "s4": 0}}
+    f = build_frontier(scores, SEEDS, ["a", "b"])
+    rng = random.Random(5)
+    share = Counter(sample_parent(f, rng) for _ in range(4000))["a"] / 4000
+    assert 0.64 < share < 0.70
+    # Until some seed is solved, the ties are all there is to start from.
+    nothing = build_frontier({"c": {s: 0 for s in SEEDS}}, SEEDS, ["c"])
+    assert sample_parent(nothing, rng) == "c"
+
+
 def test_a_candidate_whose_failures_were_all_shown_is_drawn_only_when_all_were() -> None:
     scores = {"a": {"s1": 1, "s2": 1, "s3": 1, "s4": 0}, "b": {"s1": 0, "s2": 0, "s3": 0, "s4": 1}}
     f = build_frontier(scores, SEEDS, ["a", "b"])

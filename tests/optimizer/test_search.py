@@ -773,8 +773,8 @@ async def test_one_writer_scores_the_child_on_spare_seeds_in_the_gates_round(
     tmp_path: Path,
 ) -> None:
     # With one proposal in flight the gate's minibatch (2 seeds) leaves 6 of 8 slots idle:
-    # the child is scored on 6 more train seeds in that round (cached, not judged on), so
-    # its full train evaluation needs fewer rounds when it passes.
+    # the gate adds 6 more train seeds to that round and judges on all 8, and a child that
+    # passes needs fewer rounds for its full train evaluation.
     container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
     sent_at_gate: dict[str, tuple[int, int]] = {}
 
@@ -797,5 +797,65 @@ async def test_one_writer_scores_the_child_on_spare_seeds_in_the_gates_round(
     )
     assert sent_at_gate
     for scored, judged in sent_at_gate.values():
-        assert judged == 2 and scored == 8  # 2 judged, 6 more in the same round
+        assert judged == 8 and scored == 8  # the minibatch of 2 and 6 more, in one round
     assert max(container.calls.values()) == 1  # and none of them paid for twice
+
+
+@pytest.mark.parametrize(
+    ("child_scores", "followed"),
+    [
+        ({"ant-0": 1.0, "ant-1": 1.0, "bee-0": 0.0, "bee-1": 0.0}, True),  # traded ant for bee
+        ({"ant-0": 1.0, "ant-1": 0.0, "bee-0": 0.0, "bee-1": 0.0}, False),  # lost more than won
+    ],
+)
+async def test_only_a_child_that_traded_seeds_with_its_parent_is_built_on_next(
+    tmp_path: Path, child_scores: dict[str, float], followed: bool
+) -> None:
+    # A child that ties its parent on the mean, winning seeds the parent lost, is the step a
+    # look-alike rule needs; one worse on the mean (an answer that dropped a rule, or a gate
+    # passed on a noisy minibatch) is not worth every free writer.
+    state = SearchState(train_seeds=("ant-0", "ant-1", "bee-0", "bee-1"))
+    records = {}
+    for name, parents in (("parent", []), ("child", ["parent"])):
+        comps = {"system_prompt": name}
+        records[name] = CandidateRecord(
+            run_id="r",
+            candidate_id=candidate_id_for(comps),
+            content_hash=content_hash(comps),
+            components=comps,
+            parents=[records[p].candidate_id for p in parents],
+            origin="mutation" if parents else "seed",
+        )
+        state.add(records[name])
+    parent, child = records["parent"].candidate_id, records["child"].candidate_id
+    state.set_train(parent, {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0})
+    state.set_train(child, child_scores)
+    search = GepaSearch(_deps(state))
+    search._acceptance.follow_up(child, parent)
+    queued = search._acceptance.next_follow_up()
+    assert (queued is not None) == followed
+    if followed:
+        assert queued == (child, ["bee-0", "bee-1"])
+
+
+def _deps(state: SearchState) -> SearchDeps:
+    """Search dependencies around ``state`` for tests that send no rollout."""
+
+    async def checkpoint() -> None:
+        return None
+
+    return SearchDeps(
+        config=RunConfig(containers=["http://rules"]),
+        run_id="r",
+        workspace=None,  # type: ignore[arg-type]  # nothing is stored
+        queue=None,  # type: ignore[arg-type]  # nothing is sent
+        proposer=ScriptedProposer(),
+        budget=Budget(),
+        events=None,  # type: ignore[arg-type]  # nothing is announced
+        rng=random.Random(0),
+        state=state,
+        components=(ComponentSpec("system_prompt", "prompt"),),
+        description="",
+        checkpoint=checkpoint,
+        proposer_cost=lambda: 0.0,
+    )

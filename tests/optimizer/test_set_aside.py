@@ -218,12 +218,19 @@ async def test_a_run_names_the_seeds_it_set_aside_and_never_scores_them(tmp_path
         max_retries=1,
         proposals_in_flight=1,
     )
+    proposer = ScriptedProposer()
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
         result = await run_optimization(
-            config, workspace=tmp_path / "ws", proposer=ScriptedProposer(), http=http,
+            config, workspace=tmp_path / "ws", proposer=proposer, http=http,
             on_event=events.append,
         )  # fmt: skip
     assert result.status == "completed"
+    # Once aside, a seed is in no minibatch and shown to no proposal as a failure.
+    aside = next(i for i, e in enumerate(events) if e.type == "seed_set_aside")
+    later = [e.data.get("minibatch", []) for e in events[aside:] if e.type == "iteration"]
+    assert later and not any(events[aside].data["seed"] in mb for mb in later)
+    shown = [e for r in proposer.seen for e in (*r.evaluations, *r.train_evaluations)]
+    assert shown and not any("set aside" in e.feedback for e in shown)
     packet: dict[str, Any] = result.evidence
     named = {a["seed"]: a for a in packet["set_aside"]}
     assert set(named) == {"bee-1", "cat-3"}
