@@ -23,19 +23,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from examples.banking77 import main_job  # noqa: E402
+from examples.banking77.design import DESIGN  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--auto", default="light", choices=("light", "medium", "heavy"))
-    parser.add_argument("--max-metric-calls", type=int, default=None)
+    parser.add_argument("--auto", default=DESIGN.auto, choices=("light", "medium", "heavy"))
+    parser.add_argument("--max-metric-calls", type=int, default=DESIGN.max_metric_calls)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--method", default="gepa", choices=("gepa", "mipro"))
     parser.add_argument("--reflection", default="1.5b", choices=("0.5b", "1.5b"))
-    parser.add_argument("--train-size", type=int, default=24)
-    parser.add_argument("--holdout-size", type=int, default=40)
+    parser.add_argument("--train-size", type=int, default=DESIGN.train_size)
+    parser.add_argument("--holdout-size", type=int, default=DESIGN.holdout_size)
     args = parser.parse_args()
     workspace = Path(tempfile.mkdtemp(prefix="b77-lift-"))
     argv = [

@@ -7,15 +7,19 @@ retrying would only run the agent again to the same end. Infrastructure faults r
 target or verifier are retryable: ``openai.RateLimitError`` and ``Retryable(rate_limited=
 True)`` -> 429; connection errors, timeouts, ``openai.InternalServerError`` and other
 ``Retryable`` -> 503. Anything else is a 500 naming the exception: never a made-up reward.
+
+The ``openai`` package is not imported here (it costs the optimizer process, which imports the
+SDK, about half a second of CPU): an ``openai`` exception can only exist once its package is
+loaded, so its classes are looked up in ``sys.modules`` when one has to be recognised.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import httpx
-import openai
 from starlette.responses import JSONResponse
 
 from schemas import ErrorBody, ErrorDetail, ProtocolViolation, Retryable, UserError
@@ -55,13 +59,21 @@ def fault_status(exc: BaseException) -> tuple[int, str | None]:
         return 422, None
     if isinstance(exc, Retryable):
         return (429 if exc.rate_limited else 503), _seconds(exc.retry_after)
-    if isinstance(exc, openai.RateLimitError):
-        return 429, _retry_after(exc.response)
-    if isinstance(exc, openai.InternalServerError):
-        return 503, _retry_after(exc.response)
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError | TimeoutError):
+    if isinstance(exc, _openai_classes("RateLimitError")):
+        return 429, _retry_after(getattr(exc, "response", None))
+    if isinstance(exc, _openai_classes("InternalServerError")):
+        return 503, _retry_after(getattr(exc, "response", None))
+    unreachable = (httpx.TransportError, TimeoutError, *_openai_classes("APIConnectionError"))
+    if isinstance(exc, unreachable):
         return 503, None  # APITimeoutError is an APIConnectionError
     return 500, None
+
+
+def _openai_classes(name: str) -> tuple[type[BaseException], ...]:
+    """``(openai.<name>,)`` when the ``openai`` package is loaded, else ``()`` (no instance
+    of its classes can exist then, and ``isinstance(x, ())`` is False)."""
+    cls = getattr(sys.modules.get("openai"), name, None)
+    return (cls,) if isinstance(cls, type) and issubclass(cls, BaseException) else ()
 
 
 def error_response(exc: BaseException) -> JSONResponse:

@@ -13,14 +13,15 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from container.results import AgentResult, Score
 from container.specs import LlmJudgeSpec
 from container.task import Task
 from schemas import Retryable, UserError
+
+if TYPE_CHECKING:  # loaded by the first judge client: importing the SDK must stay light
+    import openai
 
 __all__ = ["JUDGE_SYSTEM_PROMPT", "make_llm_judge", "parse_judge_answer"]
 
@@ -29,7 +30,7 @@ JUDGE_SYSTEM_PROMPT = (
     'nothing else: {"score": <number from 0 to 1>, "feedback": "<one or two sentences: what '
     'is wrong and how to fix it, or why it is right>"}'
 )
-ClientFactory = Callable[[LlmJudgeSpec], openai.AsyncOpenAI]
+ClientFactory = Callable[[LlmJudgeSpec], "openai.AsyncOpenAI"]
 
 
 def make_llm_judge(
@@ -92,6 +93,8 @@ def parse_judge_answer(answer: str) -> tuple[float, str]:
 
 
 def _default_client(spec: LlmJudgeSpec) -> openai.AsyncOpenAI:
+    import openai
+
     return openai.AsyncOpenAI(
         base_url=spec.base_url,
         api_key=os.environ.get(spec.api_key_env) or "not-needed",

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
-
-from openai import AsyncOpenAI
+from typing import TYPE_CHECKING, Any
 
 from schemas import UserError
 from schemas.chat_client import open_chat_client
 from schemas.routing import DEFAULT_KEY_ENV, OPENROUTER_URL, ModelRoute, adapt_request, route_model
+
+if TYPE_CHECKING:  # the package loads with the first client (the optimizer never makes one)
+    from openai import AsyncOpenAI
 
 __all__ = ["StudentClients"]
 

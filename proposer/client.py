@@ -1,4 +1,4 @@
-"""The reflection model client: OpenAI-compatible chat completions through ``openai.AsyncOpenAI``.
+"""The reflection model client: OpenAI-compatible chat completions, ``POST /chat/completions``.
 
 Routing is :func:`schemas.routing.route_model`'s, the same as the student's: ``openrouter/``
 goes to OpenRouter with ``OPENROUTER_API_KEY``, ``anthropic/``, ``gemini/``, ``groq/`` and the
@@ -8,13 +8,14 @@ a LiteLLM proxy or LiteLLM), ``openai/`` to OpenAI or ``base_url`` (prefix strip
 else to ``base_url`` (OpenAI when unset); each request is shaped for its provider
 (:func:`schemas.routing.adapt_request`). The key is read from the environment when the
 client is built and kept only inside the client instance. A local ``base_url`` (127.0.0.1,
-localhost) may run without a key. Retries on 429/5xx/timeouts with exponential backoff are
-the ``openai`` client's own (``max_retries``; it honours ``Retry-After``).
+localhost) may run without a key. The request goes over httpx (:mod:`schemas.chat_http`: no
+``openai`` import in the optimizer process), with the ``openai`` client's retries on
+408/409/429/5xx/timeouts (``max_retries``, exponential backoff, ``Retry-After`` honoured).
 
 Every error it raises is scrubbed of the key (:class:`workspace.redact.Scrubber`): an
 endpoint that echoes the key in its 401 message ("Incorrect API key provided: ...") must
 not get it printed or stored, whatever it looks like; such an error does not chain the
-``openai`` exception, whose text still holds the key.
+transport's exception, whose text still holds the key.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import httpx
-import openai
 
 from proposer.pricing import cost_usd, price_for
 from proposer.types import ProposerConfig
-from schemas.chat_client import open_chat_client
+from schemas.chat_client import open_chat_completions
+from schemas.chat_http import ChatAPIError, ChatConnectionError, ChatStatusError, ChatTimeout
 from schemas.config import RunConfig
 from schemas.exceptions import ProposerError, UserError
 from schemas.records import ModelUsage
@@ -196,7 +197,7 @@ class ModelClient:
         self._price = None if self.endpoint.local else price_for(self.endpoint.model)
         self._reasoning = bool(_REASONING.match(self.endpoint.model.rsplit("/", 1)[-1]))
         headers = {"X-Title": "gepa-runtime"} if self.endpoint.base_url == OPENROUTER_URL else None
-        self._client = open_chat_client(
+        self._client = open_chat_completions(
             self._route,
             api_key=key,
             timeout=config.timeout_s,
@@ -235,17 +236,15 @@ class ModelClient:
         if tools:
             kwargs["tools"] = list(tools)
         try:
-            response = await self._client.chat.completions.create(
-                **adapt_request(self._route, kwargs)
-            )
-        except openai.AuthenticationError as exc:
-            self._fail(
-                UserError,
-                f"the reflection model endpoint rejected the key in {self.endpoint.api_key_env}: "
-                f"{exc.message}",
-                exc,
-            )
-        except openai.APIStatusError as exc:
+            response = await self._client.create(adapt_request(self._route, kwargs))
+        except ChatStatusError as exc:
+            if exc.status_code == 401:
+                self._fail(
+                    UserError,
+                    "the reflection model endpoint rejected the key in "
+                    f"{self.endpoint.api_key_env}: {exc.message}",
+                    exc,
+                )
             text = f"{exc.message} {exc.body}".lower()
             if tools and exc.status_code in (400, 422) and ("tool" in text or "function" in text):
                 self._fail(ToolsUnsupported, f"endpoint rejected tools: {exc.message}", exc)
@@ -254,20 +253,20 @@ class ModelClient:
                 f"reflection model call failed with HTTP {exc.status_code}: {exc.message}",
                 exc,
             )
-        except openai.APITimeoutError as exc:
+        except ChatTimeout as exc:
             self._fail(
                 ProposerError,
                 f"reflection model timed out after {self._config.timeout_s:g}s "
                 f"({self._config.max_retries} retries)",
                 exc,
             )
-        except openai.APIConnectionError as exc:
+        except ChatConnectionError as exc:
             self._fail(ProposerError, f"cannot reach the reflection model: {exc.message}", exc)
-        except openai.APIError as exc:  # e.g. a 200 whose body is not a completion
+        except ChatAPIError as exc:  # e.g. a 200 whose body is not a completion
             self._fail(ProposerError, f"reflection model answer unusable: {exc.message}", exc)
         return self._reply(response, messages)
 
-    def _fail(self, kind: type[Exception], message: str, cause: openai.APIError) -> NoReturn:
+    def _fail(self, kind: type[Exception], message: str, cause: ChatAPIError) -> NoReturn:
         """Raise ``kind`` with ``message`` scrubbed; unchained when the cause holds the key."""
         error = kind(self._scrubber.text(message))
         cause_text = f"{cause} {getattr(cause, 'body', '')}"
@@ -276,19 +275,23 @@ class ModelClient:
         raise error from cause
 
     def _reply(self, response: Any, messages: Sequence[Mapping[str, Any]]) -> ChatReply:
-        if not response.choices:
+        # A JSON object over httpx; an object with the same attributes from Azure or LiteLLM.
+        choices = _get(response, "choices")
+        if not choices:
             raise ProposerError("reflection model returned no choices")
-        choice = response.choices[0]
-        content = choice.message.content or ""
+        choice = choices[0]
+        message = _get(choice, "message")
+        content = _get(message, "content") or ""
         calls = tuple(
-            ToolCall(c.id, c.function.name, c.function.arguments or "")
-            for c in (choice.message.tool_calls or ())
-            if getattr(c, "function", None) is not None
+            ToolCall(_get(c, "id"), _get(f, "name"), _get(f, "arguments") or "")
+            for c in (_get(message, "tool_calls") or ())
+            if (f := _get(c, "function")) is not None
         )
         # Some servers omit usage or its counts (``"usage": {}``): estimate the missing ones
         # at ~4 characters per token.
-        tokens_in = getattr(response.usage, "prompt_tokens", None)
-        tokens_out = getattr(response.usage, "completion_tokens", None)
+        usage = _get(response, "usage")
+        tokens_in = _get(usage, "prompt_tokens")
+        tokens_out = _get(usage, "completion_tokens")
         if not isinstance(tokens_in, int):
             tokens_in = sum(len(str(m.get("content") or "")) for m in messages) // 4
         if not isinstance(tokens_out, int):
@@ -299,11 +302,18 @@ class ModelClient:
             output_tokens=tokens_out,
             cost_usd=cost_usd(self._price, tokens_in, tokens_out),
         )
-        return ChatReply(content, calls, choice.finish_reason or "stop", usage)
+        return ChatReply(content, calls, _get(choice, "finish_reason") or "stop", usage)
 
     async def aclose(self) -> None:
         """Close the underlying HTTP connections."""
-        await self._client.close()
+        await self._client.aclose()
+
+
+def _get(value: Any, name: str) -> Any:
+    """``value[name]`` of a JSON object, or the attribute of a reply object; None if absent."""
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
 
 
 class UsageMeter:

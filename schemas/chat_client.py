@@ -1,27 +1,82 @@
-"""The chat-completions client of a routed model, the same on both planes.
+"""The chat-completions clients of a routed model, one for each plane.
 
-``open_chat_client(route, ...)`` gives an object with the slice of ``openai.AsyncOpenAI``
-both planes use, ``await client.chat.completions.create(**body)`` and ``await
-client.close()``: an ``AsyncOpenAI`` for OpenAI-compatible endpoints, the ``openai``
-package's ``AsyncAzureOpenAI`` for ``azure/`` deployments (key sent as ``api-key``), and
-``litellm.acompletion`` for ``bedrock/`` and ``vertex_ai/`` without a proxy (the
-``[litellm]`` extra; LiteLLM's errors are ``openai``'s exception classes, so callers catch
-them as they do the others).
+``open_chat_completions(route, ...)`` is the optimizer's (the reflection model): ``await
+client.create(body)`` gives the completion's JSON object and ``await client.aclose()`` closes
+it; errors are :mod:`schemas.chat_http`'s tree. OpenAI-compatible endpoints are called over
+httpx directly (:class:`schemas.chat_http.HttpChatCompletions`), so the optimizer process
+never imports the ``openai`` package for them; ``azure/`` deployments and ``bedrock/`` /
+``vertex_ai/`` without a proxy go through the clients below, their errors translated.
+
+``open_chat_client(route, ...)`` is the container's (the student model): an object with the
+slice of ``openai.AsyncOpenAI`` user code expects, ``await client.chat.completions.create
+(**body)`` and ``await client.close()``: an ``AsyncOpenAI`` for OpenAI-compatible endpoints,
+the ``openai`` package's ``AsyncAzureOpenAI`` for ``azure/`` deployments (key sent as
+``api-key``), and ``litellm.acompletion`` for ``bedrock/`` and ``vertex_ai/`` without a
+proxy (the ``[litellm]`` extra; LiteLLM's errors are ``openai``'s exception classes, so
+callers catch them as they do the others). The ``openai`` package is imported on first use.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
-import openai
 
+from schemas.chat_http import (
+    ChatAPIError,
+    ChatConnectionError,
+    ChatStatusError,
+    ChatTimeout,
+    HttpChatCompletions,
+)
 from schemas.exceptions import UserError
 from schemas.routing import ModelRoute
 
-__all__ = ["open_chat_client"]
+__all__ = ["ChatCompletions", "open_chat_client", "open_chat_completions"]
+
+
+class ChatCompletions(Protocol):
+    """What the reflection client calls: one completion, and closing."""
+
+    async def create(self, body: Mapping[str, Any]) -> Any:
+        """The completion: a JSON object, or an object with the same attributes."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        ...
+
+
+def open_chat_completions(
+    route: ModelRoute,
+    *,
+    api_key: str | None,
+    timeout: float,
+    max_retries: int,
+    default_headers: Mapping[str, str] | None = None,
+    http_client: httpx.AsyncClient | None = None,
+) -> ChatCompletions:
+    """The optimizer's client for ``route`` (see the module docstring); the caller closes it."""
+    if route.client == "openai":
+        return HttpChatCompletions(
+            base_url=route.base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
+            http_client=http_client,
+        )
+    client = open_chat_client(
+        route,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        default_headers=default_headers,
+        http_client=http_client,
+    )
+    return _PackageCompletions(client)
 
 
 def open_chat_client(
@@ -33,9 +88,11 @@ def open_chat_client(
     default_headers: Mapping[str, str] | None = None,
     http_client: httpx.AsyncClient | None = None,
 ) -> Any:
-    """A client for ``route`` (see the module docstring); the caller closes it."""
+    """The container's client for ``route`` (see the module docstring); the caller closes it."""
     if route.client == "litellm":
         return _LiteLLMClient(timeout=timeout, max_retries=max_retries)
+    import openai  # heavy (~0.5 s of CPU): only where an openai-package client is made
+
     if route.client == "azure":
         return openai.AsyncAzureOpenAI(
             api_key=api_key,
@@ -53,6 +110,32 @@ def open_chat_client(
         default_headers=default_headers,
         http_client=http_client,
     )
+
+
+class _PackageCompletions:
+    """An ``openai``-package-shaped client (Azure, LiteLLM) behind ``ChatCompletions``."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    async def create(self, body: Mapping[str, Any]) -> Any:
+        """One completion; ``openai``'s errors (LiteLLM's subclass them) become ours."""
+        import openai  # loaded already: the wrapped client is made of it
+
+        try:
+            return await self._client.chat.completions.create(**body)
+        except openai.APIStatusError as exc:  # the original holds the key it may echo
+            raise ChatStatusError(exc.message, response=exc.response, body=exc.body) from None
+        except openai.APITimeoutError:
+            raise ChatTimeout() from None
+        except openai.APIConnectionError as exc:
+            raise ChatConnectionError(exc.message) from None
+        except openai.APIError as exc:
+            raise ChatAPIError(exc.message, body=exc.body) from None
+
+    async def aclose(self) -> None:
+        """Close the wrapped client."""
+        await self._client.close()
 
 
 class _LiteLLMClient:

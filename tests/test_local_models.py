@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import zipfile
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from optimizer.local_models import (
     model_path,
     verified,
 )
+from optimizer.local_models.server import SERVER_OPTIONS
 
 CHUNKS = [b"alpha-" * 1000, b"beta-" * 700, b"gamma"]
 
@@ -149,7 +151,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 p = argparse.ArgumentParser()
 for flag in ("--model", "--model_alias", "--host", "--port", "--n_ctx", "--n_threads"):
     p.add_argument(flag)
-a = p.parse_args()
+a, _ = p.parse_known_args()
+if os.environ.get("FAKE_RECORD"):
+    with open(os.environ["FAKE_RECORD"], "w") as out:
+        json.dump({"argv": sys.argv[1:], "wait": os.environ.get("OMP_WAIT_POLICY")}, out)
 if not os.path.exists(a.model):
     sys.exit(f"model not found: {a.model}")
 if os.environ.get("FAKE_IGNORE_TERM"):
@@ -195,6 +200,29 @@ def test_server_waits_for_readiness_and_stops_its_child(
     assert pid is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # reaped: the pid is gone
+
+
+def test_server_passes_threads_options_and_a_passive_wait(
+    tmp_path: Path, fake_llama: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    model, record = tmp_path / "m.gguf", tmp_path / "record.json"
+    model.write_bytes(b"x")
+    env = {**fake_llama, "FAKE_RECORD": str(record)}
+    with LlamaServer(model, n_threads=1, options={"n_batch": "1024"}, env=env):
+        seen = json.loads(record.read_text())
+    flags = dict(zip(seen["argv"][::2], seen["argv"][1::2], strict=True))
+    assert flags["--n_threads"] == flags["--n_threads_batch"] == "1"  # the prompt too
+    assert flags["--n_batch"] == "1024"
+    for name, value in SERVER_OPTIONS.items():
+        assert flags[f"--{name}"] == value
+    assert seen["wait"] == "PASSIVE"
+
+    with LlamaServer(model, n_threads=2, n_threads_batch=1, env={**env, "OMP_WAIT_POLICY": None}):
+        seen = json.loads(record.read_text())
+    flags = dict(zip(seen["argv"][::2], seen["argv"][1::2], strict=True))
+    assert (flags["--n_threads"], flags["--n_threads_batch"]) == ("2", "1")
+    assert seen["wait"] is None  # None removes the variable: OpenMP's own default
 
 
 async def test_server_is_killed_when_it_ignores_terminate(

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from examples.banking77.design import DESIGN
 from examples.processes import serving_process
 from optimizer.local_models import free_port, install_models, serve_models
 
@@ -68,21 +69,8 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             # llama.cpp's chat template does not produce OpenAI tool calls: text mode.
             "proposer_mode": "text",
             "key": LOCAL_KEY,
-            # ~10 tokens/s on 2 cores: cap each reflection at ~1 minute, and stop a search
-            # that keeps getting echoes instead of burning the afternoon on it. A 1.5B
-            # improves the prompt rarely (one proposal in 5-10), so the budget, not
-            # --patience, ends the search: 12 proposals without a better one can stop a run
-            # a few proposals before its next improvement.
-            "extra": [
-                "--reflection-max-tokens",
-                "700",
-                "--max-prompt-chars",
-                "2500",
-                "--max-idle-iterations",
-                "6",
-                "--patience",
-                "0",
-            ],
+            # bounded reflections, a search that stops when idle: examples/banking77/design.py
+            "extra": DESIGN.local_args(),
         }
 
 
@@ -94,13 +82,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--train-size", type=int, default=24)
-    parser.add_argument("--holdout-size", type=int, default=40)
+    parser.add_argument("--train-size", type=int, default=DESIGN.train_size)
+    parser.add_argument("--holdout-size", type=int, default=DESIGN.holdout_size)
     parser.add_argument(
         "--reflection", choices=("0.5b", "1.5b"), default="1.5b", help="local reflection model"
     )
-    parser.add_argument("--auto", choices=("light", "medium", "heavy"), default="light")
-    parser.add_argument("--max-metric-calls", type=int, default=None, help="overrides --auto")
+    parser.add_argument("--auto", choices=("light", "medium", "heavy"), default=DESIGN.auto)
+    parser.add_argument(
+        "--max-metric-calls", type=int, default=DESIGN.max_metric_calls, help="overrides --auto"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--method", choices=("gepa", "mipro"), default="gepa", help="optimizer (default gepa)"

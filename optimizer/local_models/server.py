@@ -58,6 +58,7 @@ def _die_with_parent() -> None:
             PR_SET_PDEATHSIG, signal.SIGKILL
         )  # no state to save; SIGTERM waits for a generation
 
+
 # llama.cpp's CPU backend runs its threads under GNU OpenMP, whose idle threads spin (busy-wait)
 # for a while before they sleep. Two servers that compute at once on fewer cores than their
 # threads then steal each other's cores to spin: each slows down many times over
@@ -65,13 +66,23 @@ def _die_with_parent() -> None:
 # OMP_WAIT_POLICY in the environment to override it.
 QUIET_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
 
+# llama_cpp.server settings passed to every server (``--name value``); ``options`` adds more.
+# logits_all (the server's default is true) computes the logits of every prompt token over
+# Qwen's 151,936-token vocabulary and copies them into a numpy array sized for the whole
+# context; nothing here asks for prompt logprobs. Off, the 0.5B needs ~22% less CPU for a new
+# system prompt and half the memory (bench/llama_threads.py student, docs/main-job.md).
+SERVER_OPTIONS: dict[str, str] = {"logits_all": "false"}
+
 
 class LlamaServer:
     """``python -m llama_cpp.server`` for one GGUF under one alias, as a child process.
 
     Use ``with LlamaServer(path) as server:`` or ``async with``; ``base_url`` is the
-    OpenAI-compatible ``http://127.0.0.1:PORT/v1``. ``port=None`` picks a free port; ``env``
-    adds variables to the child's environment; ``stop_timeout`` is the grace period between
+    OpenAI-compatible ``http://127.0.0.1:PORT/v1``. ``port=None`` picks a free port;
+    ``n_threads`` computes generated tokens and ``n_threads_batch`` (default: the same) the
+    prompt; ``options`` are more llama_cpp.server settings (``{"n_batch": "1024"}`` becomes
+    ``--n_batch 1024``) over ``SERVER_OPTIONS``; ``env`` adds variables to the child's
+    environment (a ``None`` value removes one); ``stop_timeout`` is the grace period between
     terminate and kill.
     """
 
@@ -84,9 +95,11 @@ class LlamaServer:
         host: str = "127.0.0.1",
         n_ctx: int = 4096,
         n_threads: int = 2,
+        n_threads_batch: int | None = None,
+        options: Mapping[str, str] | None = None,
         startup_timeout: float = 120.0,
         log_path: Path | None = None,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str | None] | None = None,
         stop_timeout: float = 10.0,
     ) -> None:
         self.model = Path(model)
@@ -95,6 +108,8 @@ class LlamaServer:
         self.port = port if port is not None else free_port(host)
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        self.n_threads_batch = n_threads if n_threads_batch is None else n_threads_batch
+        self.options = {**SERVER_OPTIONS, **(options or {})}
         self.startup_timeout = startup_timeout
         self.log_path = log_path
         self.env = dict(env or {})
@@ -142,19 +157,28 @@ class LlamaServer:
             str(self.n_ctx),
             "--n_threads",
             str(self.n_threads),
+            "--n_threads_batch",
+            str(self.n_threads_batch),
         ]
+        for name, value in self.options.items():
+            cmd += [f"--{name}", value]
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**QUIET_WAIT, **os.environ, **self.env},
+                env=self._child_env(),
                 # PDEATHSIG follows the spawning *thread*: only tie it to the main thread.
                 preexec_fn=_die_with_parent
                 if threading.current_thread() is threading.main_thread()
                 else None,
             )
+
+    def _child_env(self) -> dict[str, str]:
+        """This process's environment, the quiet wait unless it sets one, then ``env``."""
+        merged: dict[str, str | None] = {**QUIET_WAIT, **os.environ, **self.env}
+        return {name: value for name, value in merged.items() if value is not None}
 
     def _check_alive(self) -> None:
         if self._proc is None or self._proc.poll() is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -317,6 +318,15 @@ async def test_infrastructure_faults_map_to_429_and_503(
     assert response.status_code == status
     assert response.headers.get("retry-after") == retry_after
     assert _error(response)[0] == type(error).__name__ and "reward" not in response.json()
+
+
+def test_faults_are_mapped_without_the_openai_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    from container.faults import fault_status
+
+    monkeypatch.setitem(sys.modules, "openai", None)  # as in a process that never loaded it
+    assert fault_status(httpx.ConnectError("refused")) == (503, None)
+    assert fault_status(Retryable("quota", rate_limited=True, retry_after=2)) == (429, "2")
+    assert fault_status(KeyError("q")) == (500, None)
 
 
 async def test_other_exceptions_are_500_with_type_and_message(

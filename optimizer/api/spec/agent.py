@@ -24,8 +24,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from openai import AsyncOpenAI
-
 from container.chat import ChatTarget
 from container.fingerprint import source_of
 from container.results import AgentResult
@@ -98,6 +96,8 @@ class ToolLoopTarget:
         self.endpoint = endpoint
         self.factory = factory
         self.max_turns = max_turns
+        from openai import AsyncOpenAI  # heavy: loaded only when a tool loop is served
+
         self._client = AsyncOpenAI(
             base_url=endpoint.base_url(),
             api_key=os.environ.get(endpoint.key_env()) or "sk-local-no-key",
