@@ -48,7 +48,7 @@ class Written:
 
     components: dict[str, str]
     rationale: str
-    mode: str  # "agent", "text" or "command"
+    mode: str  # "agent", "text", "rule" or "command"
 
 
 MeterT = TypeVar("MeterT", bound=Metered)

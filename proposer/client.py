@@ -333,8 +333,9 @@ class UsageMeter:
         messages: Sequence[Mapping[str, Any]],
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
     ) -> ChatReply:
         """``client.chat`` with the reply's usage added to ``usage``."""
-        reply = await self.client.chat(messages, tools=tools)
+        reply = await self.client.chat(messages, tools=tools, max_tokens=max_tokens)
         self.usage = self.usage + reply.usage
         return reply

@@ -17,6 +17,7 @@ from proposer.base import BaseProposer, Written
 from proposer.brief import Brief
 from proposer.client import ModelClient, ToolsUnsupported, UsageMeter
 from proposer.instructions import InstructionRequest, InstructionSet, propose_instructions
+from proposer.rulemode import merge_rules, run_rules
 from proposer.textmode import run_text
 from proposer.types import ProposerConfig
 from schemas.records import ModelUsage
@@ -68,6 +69,12 @@ class Proposer(BaseProposer[UsageMeter]):
         return self.cost_known
 
     async def _write(self, meter: UsageMeter, brief: Brief) -> Written:
+        if self._mode == "rule":
+            if brief.kind == "merge":
+                components, rationale = merge_rules(brief)
+            else:
+                components, rationale = await run_rules(meter, brief, self.config, self._rng)
+            return Written(components, rationale, "rule")
         if self._mode != "text":
             auto = self._mode is None
             try:

@@ -28,7 +28,7 @@ __all__ = [
     "ProposerConfig",
 ]
 
-MODES = ("auto", "agent", "text")
+MODES = ("auto", "agent", "text", "rule")
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Proposal:
 
     ``components`` maps every component name to its text (untouched ones included).
     ``diff`` is the unified diff against the parent(s), one string; ``diffs`` is the same
-    split by parent id (what ``CandidateRecord.diffs`` stores). ``mode`` is ``"agent"`` or
+    split by parent id (what ``CandidateRecord.diffs`` stores). ``mode`` is ``"agent"``, ``"rule"`` or
     ``"text"``; ``cost_known`` is false when the price table does not know the model.
     """
 

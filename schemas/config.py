@@ -44,7 +44,7 @@ class RunConfig(BaseModel):
     # request at a time, often a small model), "hosted" (an API answering many at once); "auto"
     # tells them apart by where the model is routed (proposer.client.run_reflection_is_local).
     reflection_endpoint: Literal["auto", "local", "hosted"] = "auto"
-    proposer_mode: Literal["auto", "agent", "text"] = "auto"
+    proposer_mode: Literal["auto", "agent", "text", "rule"] = "auto"
     max_prompt_chars: int = Field(default=6000, ge=100)
     reflection_max_tokens: int = Field(default=2048, ge=64)
     # Budget.

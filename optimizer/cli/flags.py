@@ -106,8 +106,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "--proposer-mode",
         "proposer_mode",
-        "agent (tool calls), text, or auto",
-        choices=("auto", "agent", "text"),
+        "agent (tool calls), text, rule (one sentence per proposal, for small models), or auto",
+        choices=("auto", "agent", "text", "rule"),
     ),
     Flag("--max-prompt-chars", "max_prompt_chars", "length cap per component for proposals", int),
     Flag(

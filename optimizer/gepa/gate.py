@@ -115,7 +115,7 @@ class Gate:
         parent_ids = (parent,) if isinstance(parent, str) else parent
         ahead = self._ahead(seeds, extension)
         seeds = seeds + ahead
-        results = [
+        results: list[Mapping[str, SeedResult]] = [
             {**parent_mb, **await d.queue.evaluate(p, d.state.candidates[p].components, ahead)}
             if parent_mb is not None
             else await d.queue.evaluate(p, d.state.candidates[p].components, seeds)
