@@ -268,7 +268,8 @@ def test_a_killed_runner_on_another_host_is_resumed_once_its_lease_expires(
     assert "no heartbeat for" in done.stderr
     assert _takeover_at(store, run_id) - killed_at <= LEASE_TIMEOUT + 10
     assert not committed & set(after), "the resumed run paid again for stored rollouts"
-    assert set(after) & set(sent) <= in_flight and len(in_flight) <= 4  # --concurrency 4
+    # In flight: calls under way at the kill, and any answered but not yet committed.
+    assert set(after) & set(sent) <= in_flight
     assert len(after) == len(set(after))
     assert _read(store, lambda ws: ws.get_run(run_id)).status == "completed"
 
