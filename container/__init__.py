@@ -9,11 +9,17 @@
 
 Serve it with ``gepa-runtime container mymodule --dataset data.jsonl`` or build the ASGI app
 with ``create_app(target, dataset=...)``.
+
+The app (``create_app``, ``served_program``: starlette, OpenTelemetry) is imported on first
+use: the optimizer process imports this package for loading targets and datasets and never
+serves it unless a run has a ``--module``.
 """
 
 from __future__ import annotations
 
-from container.app import create_app, served_program
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from container.chat import ChatTarget
 from container.dataset import Dataset, load_dataset
 from container.faults import UserMistake
@@ -34,6 +40,9 @@ from container.target import (
 from container.task import Candidate, Task
 from container.verifiers import Verifier, load_verifier, normalize_text
 from schemas.exceptions import Retryable
+
+if TYPE_CHECKING:
+    from container.app import create_app, served_program
 
 __all__ = [
     "AgentResult",
@@ -65,3 +74,12 @@ __all__ = [
     "optimize",
     "served_program",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``create_app`` and ``served_program``, imported from ``container.app`` on first use."""
+    if name not in ("create_app", "served_program"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("container.app"), name)
+    globals()[name] = value
+    return value

@@ -11,18 +11,22 @@ True)`` -> 429; connection errors, timeouts, ``openai.InternalServerError`` and 
 The ``openai`` package is not imported here (it costs the optimizer process, which imports the
 SDK, about half a second of CPU): an ``openai`` exception can only exist once its package is
 loaded, so its classes are looked up in ``sys.modules`` when one has to be recognised.
+starlette is imported by the answers (``error_json``): the optimizer imports this module
+through the SDK's data classes and never answers a request with it.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from starlette.responses import JSONResponse
 
 from schemas import ErrorBody, ErrorDetail, ProtocolViolation, Retryable, UserError
+
+if TYPE_CHECKING:
+    from starlette.responses import JSONResponse
 
 __all__ = ["RequestRejected", "UserMistake", "error_kind", "error_response", "fault_status"]
 
@@ -97,6 +101,8 @@ def error_json(
     status: int, kind: str, message: str, *, headers: dict[str, str] | None = None
 ) -> JSONResponse:
     """An error answer with the protocol's body."""
+    from starlette.responses import JSONResponse
+
     body = ErrorBody(error=ErrorDetail(type=kind, message=message))
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 

@@ -9,7 +9,10 @@ about half a second of CPU to import). It keeps that client's manners: the key a
 after a timeout, a connection error or a 408/409/429/5xx answer (unless the server says
 ``x-should-retry: false``), waiting what ``retry-after-ms`` / ``Retry-After`` asks (up to two
 minutes; a longer wait is not retried) or else 0.5 s doubling up to 8 s, less up to a quarter
-of jitter. The answer is the completion's JSON object, as sent.
+of jitter. The answer is the completion's JSON object, as sent. A server on this machine
+reached over plain ``http://`` without a proxy (llama.cpp, vLLM, Ollama, a test server) needs
+no TLS: its client trusts no certificate instead of loading the CA bundle (about 20 ms of
+CPU), so a redirect from there to ``https://`` fails rather than go unverified.
 
 Errors, shaped as the ``openai`` package's so the caller maps them the same way::
 
@@ -27,11 +30,16 @@ import json
 import math
 import os
 import random
+import ssl
 import time
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
+
+from schemas.routing import is_local_url
 
 __all__ = [
     "OPENAI_URL",
@@ -156,7 +164,10 @@ class HttpChatCompletions:
         self._headers = {**headers, **(default_headers or {})}
         self._owned = http_client is None
         self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout), limits=_LIMITS, follow_redirects=True
+            timeout=httpx.Timeout(timeout),
+            limits=_LIMITS,
+            follow_redirects=True,
+            verify=_tls(self.url),
         )
         self._rng = rng or random.Random()
 
@@ -190,6 +201,14 @@ class HttpChatCompletions:
         """Close the connections (an injected ``http_client`` is its owner's to close)."""
         if self._owned:
             await self._http.aclose()
+
+
+def _tls(url: str) -> ssl.SSLContext | bool:
+    """httpx's default (the CA bundle) unless ``url`` cannot need TLS (the module docstring)."""
+    plain = urlsplit(url).scheme == "http" and is_local_url(url)
+    if plain and not any(scheme != "no" for scheme in urllib.request.getproxies()):
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, and trusts nothing
+    return True
 
 
 def _completion(response: httpx.Response) -> dict[str, Any]:

@@ -24,3 +24,19 @@ def test_the_optimizer_and_its_reflection_client_do_not_import_openai() -> None:
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]", out.stdout[:500]
+
+
+SERVERS = """
+import sys
+from optimizer.cli.main import build_parser
+build_parser("optimize")  # what `gepa-runtime optimize run ...` loads before it runs
+print(sorted(m for m in ("uvicorn", "starlette", "container.app", "optimizer.service.app",
+                         "optimizer.api") if m in sys.modules))
+"""
+
+
+def test_optimize_loads_no_server_and_no_python_api() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", SERVERS], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]", out.stdout[:500]

@@ -140,7 +140,8 @@ class ContainerClient:
         )
         # A pool per queue worker (see optimizer.runtime.lanes), unless the environment
         # names a proxy, which only httpx's own transport applies.
-        transport = None if env_proxies() else LaneTransport(pools)
+        tls = any(e.url.lower().startswith("https:") for e in self._endpoints.all)
+        transport = None if env_proxies() else LaneTransport(pools, tls=tls)
         self._http = http or httpx.AsyncClient(
             timeout=self._timeout, limits=pools, transport=transport
         )

@@ -9,6 +9,9 @@ fields cleared, as ``RunConfig`` forbids both at once). The stored run keeps
 
     async with container_for(stored, secrets) as runnable:   # runnable.containers == [url]
         await runner.run_optimization(runnable, run_id=record.run_id, workspace=ws)
+
+uvicorn and the container SDK's app are imported when a module is served, not with this
+module: every run imports it (``container_for``), most serve nothing in process.
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
-
-from container import create_app, load_target
 from optimizer.runtime.run_config import serving_config
 from schemas import RunConfig, UserError
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ["EmbeddedContainer", "container_for", "module_spec"]
 
@@ -35,17 +38,21 @@ def module_spec(config: RunConfig) -> str:
     return f"{config.module}:{config.target}" if config.target else config.module
 
 
-class _QuietServer(uvicorn.Server):
+def _quiet_server(config: uvicorn.Config) -> uvicorn.Server:
     """A uvicorn server that leaves signal handling to the host process.
 
     ``uvicorn.Server.serve`` installs SIGINT/SIGTERM handlers; inside the CLI or the
     service that would turn Ctrl-C into "stop the embedded container" instead of stopping
     the run, so the capture is disabled here.
     """
+    import uvicorn
 
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
+    class QuietServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Generator[None, None, None]:
+            yield
+
+    return QuietServer(config)
 
 
 class EmbeddedContainer:
@@ -63,7 +70,7 @@ class EmbeddedContainer:
         self._token = token
         self._app = app  # an ASGI app built by the caller (the Python API), else the module
         self._host = host
-        self._server: _QuietServer | None = None
+        self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
         self.url: str | None = None
         self.program_id: str | None = None
@@ -72,6 +79,8 @@ class EmbeddedContainer:
         """Load the target, dataset, splits and verifier; errors are ``UserError``s."""
         if self._app is not None:
             return self._app
+        from container import create_app, load_target
+
         cfg = self._config
         target = load_target(module_spec(cfg))
         self.program_id = target.id
@@ -85,12 +94,15 @@ class EmbeddedContainer:
 
     async def start(self) -> str:
         """Load the app (in a thread: user code and dataset I/O block) and serve it; the URL."""
+        import uvicorn
+
         app = await asyncio.to_thread(self.build_app)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP named: asyncio sets TCP_NODELAY only then (else ~44 ms per reused answer).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self._host, 0))
         port = sock.getsockname()[1]
-        server = _QuietServer(
+        server = _quiet_server(
             uvicorn.Config(
                 app,
                 host=self._host,

@@ -107,6 +107,7 @@ class Runner:
         holder = await workspace.lease_holder(run_id)
         if holder is not None:  # refused before the module and its dataset are loaded
             raise RunLeased(leased_message(holder))
+        await workspace.checkout_files(run_id)  # a Postgres store's run files, on this host
         stored = resolve_inputs(stored_config(record), workspace.root)  # the copies `create` made
         async with container_for(stored, secrets, on_serving) as runnable:
             return await self.run_optimization(

@@ -10,14 +10,40 @@ the key variables and module folders the operator allowed (:class:`RunPolicy`).
 
 from __future__ import annotations
 
-from optimizer.service.app import ServiceSettings, create_app
-from optimizer.service.digest import Digests, RunDigest
-from optimizer.service.manager import OWNER_FILE, RunConflict, RunManager
-from optimizer.service.openapi import openapi_spec
-from optimizer.service.policy import DEFAULT_KEY_ENVS, PolicyRefusal, RunPolicy
-from optimizer.service.remote import ServiceClient
-from optimizer.service.sse import StreamSettings, format_sse
-from optimizer.service.views import candidate_views, run_view, trial_views
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from optimizer.service.app import ServiceSettings, create_app
+    from optimizer.service.digest import Digests, RunDigest
+    from optimizer.service.manager import OWNER_FILE, RunConflict, RunManager
+    from optimizer.service.openapi import openapi_spec
+    from optimizer.service.policy import DEFAULT_KEY_ENVS, PolicyRefusal, RunPolicy
+    from optimizer.service.remote import ServiceClient
+    from optimizer.service.sse import StreamSettings, format_sse
+    from optimizer.service.views import candidate_views, run_view, trial_views
+
+# Each public name's module, imported on first use: ``optimize --server`` needs only the
+# client (``remote``), not the app's starlette and static files.
+_HOMES = {
+    "DEFAULT_KEY_ENVS": "policy",
+    "OWNER_FILE": "manager",
+    "Digests": "digest",
+    "PolicyRefusal": "policy",
+    "RunConflict": "manager",
+    "RunDigest": "digest",
+    "RunManager": "manager",
+    "RunPolicy": "policy",
+    "ServiceClient": "remote",
+    "ServiceSettings": "app",
+    "StreamSettings": "sse",
+    "candidate_views": "views",
+    "create_app": "app",
+    "format_sse": "sse",
+    "openapi_spec": "openapi",
+    "run_view": "views",
+    "trial_views": "views",
+}
 
 __all__ = [
     "DEFAULT_KEY_ENVS",
@@ -38,3 +64,12 @@ __all__ = [
     "run_view",
     "trial_views",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value

@@ -6,16 +6,19 @@ The server notes the client port of every request: that is the connection it cam
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient
 from optimizer.runtime.dispatch import RolloutQueue
 from optimizer.runtime.events import EventSink
+from optimizer.runtime.lanes import LaneTransport
 from optimizer.testing import free_port, thread_server
 from schemas import RolloutRequest, RunConfig
 from workspace import Workspace
@@ -161,3 +164,10 @@ async def test_a_proxy_named_by_the_environment_still_carries_the_rollouts(
         await client.aclose()
     assert outcome is not None and outcome.response.feedback == "ok s1"
     assert [s["host"] for s in proxy.seen] == [container.removeprefix("http://")] * 2
+
+
+def test_pools_for_plain_http_trust_no_certificate_and_load_no_ca_bundle() -> None:
+    plain = LaneTransport(httpx.Limits(), tls=False)._tls
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    assert plain.cert_store_stats()["x509_ca"] == 0  # a TLS handshake through it fails
+    assert LaneTransport(httpx.Limits())._tls.cert_store_stats()["x509_ca"] > 0

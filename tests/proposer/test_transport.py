@@ -4,6 +4,7 @@ and error shapes, over httpx, and the Azure client's errors mapped the same way.
 from __future__ import annotations
 
 import random
+import ssl
 import time
 from email.utils import formatdate
 
@@ -13,7 +14,7 @@ import pytest
 from optimizer.testing import thread_server
 from proposer import ModelClient, ProposerConfig
 from schemas import ProposerError, UserError
-from schemas.chat_http import retry_delay, should_retry
+from schemas.chat_http import _tls, retry_delay, should_retry
 from tests.proposer.fakes import completion, config, scripted
 from tests.proposer.test_providers import KEY, Recorder, _clean
 
@@ -112,3 +113,22 @@ async def test_an_azure_error_is_mapped_and_its_echoed_key_masked(monkeypatch) -
         await client.aclose()
     assert rec.seen and KEY not in str(info.value) and "***" in str(info.value)
     assert info.value.__cause__ is None
+
+
+def test_only_a_local_plain_http_server_skips_the_ca_bundle(monkeypatch) -> None:
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    local = _tls("http://127.0.0.1:8013/v1/chat/completions")
+    assert isinstance(local, ssl.SSLContext) and local.verify_mode == ssl.CERT_REQUIRED
+    assert local.cert_store_stats()["x509_ca"] == 0
+    assert _tls("https://127.0.0.1:8013/v1/chat/completions") is True
+    assert _tls("http://models.example.com/v1/chat/completions") is True
+    monkeypatch.setenv("ALL_PROXY", "https://proxy.example.com:3128")  # its TLS needs the bundle
+    assert _tls("http://127.0.0.1:8013/v1/chat/completions") is True
