@@ -68,8 +68,10 @@ def rule_messages(brief: Brief, rng: random.Random) -> list[dict[str, Any]]:
             f"# The program\n{brief.program_description or '(no description given)'}",
             f"# An input the student got wrong\n{items}",
             "# Your task\nWrite one rule that makes the student answer inputs like this one "
-            "correctly. Describe what the input is about in a few general words (not its exact "
-            "wording), and take the correct answer from the feedback.\n\n"
+            "correctly, without changing its answer for other kinds of inputs. Say what the "
+            "input is about precisely (a few words, not its exact wording); if the feedback "
+            "shows which answer the student confused it with, say what tells them apart. Take "
+            "the correct answer from the feedback.\n\n"
             "Answer with exactly one line in this form:\n"
             "RULE: If the input is about <what it is about>, the answer is <the correct answer>.",
         ]

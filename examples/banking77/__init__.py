@@ -12,11 +12,13 @@ from examples.banking77.agent import (
     system_message,
 )
 from examples.banking77.data import (
+    GROUPS,
     Example,
     SampleConfig,
     examples_by_label,
     load_examples,
     load_labels,
+    parse_intents,
     prepare_dataset,
     stratified_sample,
 )
@@ -32,6 +34,7 @@ from examples.banking77.verifier import Banking77Verifier
 
 __all__ = [
     "BASELINE",
+    "GROUPS",
     "PROGRAM_ID",
     "UNKNOWN",
     "Banking77Agent",
@@ -46,6 +49,7 @@ __all__ = [
     "load_examples",
     "load_labels",
     "normalize_label",
+    "parse_intents",
     "parse_label",
     "prepare_dataset",
     "stratified_sample",

@@ -1,6 +1,7 @@
 """``python -m examples.banking77``: serve the Banking77 container in one command.
 
-    python -m examples.banking77 --port 8100 --train-size 24 --holdout-size 40 [--token T]
+    python -m examples.banking77 --port 8100 --train-size 24 --holdout-size 40 \
+        [--intents cards|a,b,c] [--token T]
 
 Flags override the ``B77_*`` and ``GEPA_STUDENT_MODEL`` environment variables; the endpoint
 comes from ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` (``gepa-runtime models serve`` prints them).
@@ -16,7 +17,7 @@ from dataclasses import replace
 
 from container.cli import serve_until_stopped
 from examples.banking77.agent import StudentSettings
-from examples.banking77.data import SampleConfig
+from examples.banking77.data import GROUPS, SampleConfig, parse_intents
 from examples.banking77.program import PROGRAM_ID, create_banking77_app
 
 
@@ -33,6 +34,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--train-size", type=int, default=sample.train_size)
     parser.add_argument("--holdout-size", type=int, default=sample.holdout_size)
     parser.add_argument("--seed", type=int, default=sample.seed, help="sampling seed")
+    parser.add_argument(
+        "--intents",
+        default=",".join(sample.intents),
+        help=f"keep only these intents: comma-separated names, or a group ({', '.join(GROUPS)});"
+        " default all 77",
+    )
     parser.add_argument("--model", help="student model (default: $GEPA_STUDENT_MODEL)")
     parser.add_argument(
         "--token",
@@ -47,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return serve_until_stopped(
         lambda: create_banking77_app(
             settings=settings,
-            sample=SampleConfig(args.train_size, args.holdout_size, args.seed),
+            sample=SampleConfig(
+                args.train_size, args.holdout_size, args.seed, parse_intents(args.intents)
+            ),
             token=args.token or None,
         ),
         PROGRAM_ID,

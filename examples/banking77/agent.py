@@ -1,8 +1,11 @@
 """The Banking77 student: one chat completion against any OpenAI-compatible endpoint.
 
-The system message is the candidate's ``system_prompt`` (the mutable component) followed by
-the FIXED label list (``Labels: a, b, ...``), which the optimizer never edits; the user
-message is the query. Faults of the endpoint (rate limits, timeouts, dropped connections)
+The system message is the FIXED label list (``Labels: a, b, ...``), which the optimizer never
+edits, followed by the candidate's ``system_prompt`` (the mutable component); the user
+message is the query. The list comes first so that what changes from one candidate to the
+next is the end of the prompt: llama.cpp (and a hosted model's prompt cache) reuses the
+~700 tokens of labels, and a new candidate's first call costs only its own text. On the
+local 0.5B it also classified better that way (0.175 against 0.136 on 154 calls). Faults of the endpoint (rate limits, timeouts, dropped connections)
 propagate: the container SDK answers 429/503 and the optimizer retries, so the client itself
 does not retry.
 """
@@ -55,8 +58,8 @@ class StudentSettings:
 
 
 def system_message(prompt: str, labels: Sequence[str]) -> str:
-    """The candidate prompt, then the fixed label list."""
-    return f"{prompt.rstrip()}\n\nLabels: {', '.join(labels)}"
+    """The fixed label list, then the candidate prompt."""
+    return f"Labels: {', '.join(labels)}\n\n{prompt.rstrip()}"
 
 
 def build_messages(prompt: str, labels: Sequence[str], query: str) -> list[dict[str, str]]:

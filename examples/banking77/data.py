@@ -11,6 +11,7 @@ and a smaller split's labels are a prefix of a larger one's: with the defaults (
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import random
@@ -24,11 +25,13 @@ from schemas import UserError
 
 __all__ = [
     "DATA_DIR",
+    "GROUPS",
     "Example",
     "SampleConfig",
     "examples_by_label",
     "load_examples",
     "load_labels",
+    "parse_intents",
     "prepare_dataset",
     "stratified_sample",
 ]
@@ -58,17 +61,60 @@ class SampleConfig:
     train_size: int = 24
     holdout_size: int = 40
     seed: int = 0
+    # The intents the task keeps (empty: all 77), in categories.json order: the student's
+    # label list, and the only labels the splits are drawn from.
+    intents: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SampleConfig:
-        """Sizes from ``B77_TRAIN_SIZE``, ``B77_HOLDOUT_SIZE`` and ``B77_SEED``."""
+        """Sizes from ``B77_TRAIN_SIZE``, ``B77_HOLDOUT_SIZE``, ``B77_SEED``; the intents from
+        ``B77_INTENTS`` (comma-separated label names, or the name of a group in ``GROUPS``)."""
         env = os.environ if environ is None else environ
         default = cls()
         return cls(
             train_size=_int(env, "B77_TRAIN_SIZE", default.train_size),
             holdout_size=_int(env, "B77_HOLDOUT_SIZE", default.holdout_size),
             seed=_int(env, "B77_SEED", default.seed),
+            intents=parse_intents(env.get("B77_INTENTS", "")),
         )
+
+    def labels(self, data_dir: Path = DATA_DIR) -> tuple[str, ...]:
+        """The task's labels: ``intents`` (checked against the 77), or all of them."""
+        every = load_labels(data_dir)
+        if not self.intents:
+            return every
+        unknown = [i for i in self.intents if i not in every]
+        if unknown:
+            raise UserError(
+                f"unknown Banking77 intents {unknown}: use names from categories.json "
+                f"(e.g. {', '.join(every[:3])}) or a group: {', '.join(GROUPS)}"
+            )
+        return tuple(label for label in every if label in self.intents)
+
+
+# Named subsets of the 77 intents. ``cards``: every intent about a card (27): one team's
+# queue, and the intents a small student confuses most with each other.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "cards": (
+        "activate_my_card", "apple_pay_or_google_pay", "card_about_to_expire", "card_acceptance",
+        "card_arrival", "card_delivery_estimate", "card_linking", "card_not_working",
+        "card_payment_fee_charged", "card_payment_not_recognised",
+        "card_payment_wrong_exchange_rate", "card_swallowed", "compromised_card",
+        "contactless_not_working", "declined_card_payment", "disposable_card_limits",
+        "get_disposable_virtual_card", "get_physical_card", "getting_spare_card",
+        "getting_virtual_card", "lost_or_stolen_card", "order_physical_card",
+        "pending_card_payment", "reverted_card_payment?", "top_up_by_card_charge",
+        "virtual_card_not_working", "visa_or_mastercard",
+    ),
+}  # fmt: skip
+
+
+def parse_intents(text: str) -> tuple[str, ...]:
+    """``B77_INTENTS``/``--intents``: a group's name, or comma-separated intents ('' = all)."""
+    text = text.strip()
+    if text in GROUPS:
+        return GROUPS[text]
+    return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
 def _int(env: Mapping[str, str], key: str, default: int) -> int:
@@ -148,16 +194,21 @@ def prepare_dataset(
     base = out_dir or Path(
         os.environ.get("B77_DATA_DIR") or Path.home() / ".cache" / "gepa-runtime" / "banking77"
     )
-    folder = base / f"train{config.train_size}-holdout{config.holdout_size}-seed{config.seed}"
+    labels = config.labels(data_dir)
+    subset = ""
+    if config.intents:
+        digest = hashlib.sha256(",".join(labels).encode()).hexdigest()[:8]
+        subset = f"-intents{len(labels)}-{digest}"
+    folder = (
+        base / f"train{config.train_size}-holdout{config.holdout_size}-seed{config.seed}{subset}"
+    )
     folder.mkdir(parents=True, exist_ok=True)
-    labels = load_labels(data_dir)
     for split, source, size in (
         ("train", "train", config.train_size),
         ("holdout", "test", config.holdout_size),
     ):
-        rows = stratified_sample(
-            load_examples(source, data_dir), size, labels, seed=config.seed, split=split
-        )
+        pool = [e for e in load_examples(source, data_dir) if e.label in labels]
+        rows = stratified_sample(pool, size, labels, seed=config.seed, split=split)
         text = "".join(
             json.dumps({"name": e.name, "text": e.text, "category": e.label}) + "\n" for e in rows
         )

@@ -24,7 +24,6 @@ from examples.banking77.data import (
     SampleConfig,
     examples_by_label,
     load_examples,
-    load_labels,
     prepare_dataset,
 )
 from examples.banking77.verifier import Banking77Verifier
@@ -33,23 +32,28 @@ __all__ = ["BASELINE", "PROGRAM_ID", "build_target", "create_banking77_app", "ta
 
 PROGRAM_ID = "banking77-intent"
 BASELINE = "Classify the user's banking intent. Return the best matching label."
-DESCRIPTION = (
-    "System prompt of a Banking77 intent classifier. The user message is a customer's "
-    "query; the list of the 77 allowed labels is appended after this prompt by the program "
-    "(fixed, not part of this text). The model must answer with exactly one label."
-)
+
+
+def description(labels: int) -> str:
+    """The component's description for a task of ``labels`` intents."""
+    return (
+        "System prompt of a Banking77 intent classifier. The user message is a customer's "
+        f"query; the list of the {labels} allowed labels comes before this prompt in the "
+        "system message (fixed by the program, not part of this text). The model must answer "
+        "with exactly one label."
+    )
 
 
 def target_options(
     settings: StudentSettings, sample: SampleConfig, *, dataset_dir: Path | None = None
 ) -> dict[str, Any]:
     """Keyword arguments for ``@optimize``: id, kind, baseline, verifier, dataset, version."""
-    labels = load_labels(DATA_DIR)
+    labels = sample.labels(DATA_DIR)
     verifier = Banking77Verifier(labels, examples_by_label(load_examples("train", DATA_DIR)))
     return {
         "id": PROGRAM_ID,
         "kind": "prompt",
-        "description": DESCRIPTION,
+        "description": description(len(labels)),
         "baseline": BASELINE,
         "verifier": verifier,
         "dataset": str(prepare_dataset(sample, dataset_dir)),
@@ -65,7 +69,7 @@ def build_target(
     dataset_dir: Path | None = None,
 ) -> Target:
     """A Banking77 target in a registry of its own (so several can coexist in one process)."""
-    agent = Banking77Agent(client or settings.client(), settings, load_labels(DATA_DIR))
+    agent = Banking77Agent(client or settings.client(), settings, sample.labels(DATA_DIR))
 
     async def classify(task: Task, candidate: Candidate) -> AgentResult:
         return await agent.run(task, candidate)

@@ -80,7 +80,7 @@ def test_the_prompt_reaches_the_model_and_its_answer_is_scored(banking77: str) -
             system, user, reply = answer["trace"]["messages"]
             # The candidate's prompt, then the fixed label list, is what the model read ...
             assert system["role"] == "system" and system["content"].startswith(prompt)
-            assert system["content"].endswith("Labels: " + ", ".join(labels))
+            assert system["content"].startswith("Labels: " + ", ".join(labels))
             assert user["role"] == "user" and user["content"]
             # ... and whatever it answered is parsed to a label (or "unknown") and scored.
             assert reply["role"] == "assistant"

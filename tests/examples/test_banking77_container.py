@@ -97,7 +97,7 @@ async def test_rollout_sends_prompt_then_labels_and_the_query(
     sent = json.loads(route.calls.last.request.content)
     system, user = sent["messages"]
     assert system["role"] == "system"
-    assert system["content"] == "Be precise.\n\nLabels: " + ", ".join(load_labels())
+    assert system["content"] == "Labels: " + ", ".join(load_labels()) + "\n\nBe precise."
     assert user == {"role": "user", "content": row["text"]}
     assert sent["model"] == "student" and sent["temperature"] == 0 and sent["max_tokens"] <= 24
     result = response.json()

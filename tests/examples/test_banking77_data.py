@@ -10,9 +10,11 @@ import pytest
 
 from container import load_dataset, load_splits
 from examples.banking77 import (
+    GROUPS,
     SampleConfig,
     load_examples,
     load_labels,
+    parse_intents,
     prepare_dataset,
     stratified_sample,
 )
@@ -86,3 +88,33 @@ def test_sample_config_reads_the_environment() -> None:
     assert SampleConfig.from_env({}) == SampleConfig(24, 40, 0)
     with pytest.raises(UserError, match="B77_TRAIN_SIZE"):
         SampleConfig.from_env({"B77_TRAIN_SIZE": "many"})
+
+
+def test_a_subset_of_intents_is_the_only_label_list_and_the_only_source(tmp_path: Path) -> None:
+    sample = SampleConfig(train_size=54, holdout_size=216, seed=3, intents=GROUPS["cards"])
+    labels = sample.labels()
+    assert len(labels) == 27 and list(labels) == [x for x in LABELS if x in GROUPS["cards"]]
+    folder = prepare_dataset(sample, tmp_path)
+    assert folder.name.startswith("train54-holdout216-seed3-intents27-")
+    for split, per_intent in (("train", 2), ("holdout", 8)):
+        rows = [json.loads(line) for line in (folder / f"{split}.jsonl").read_text().splitlines()]
+        counts = Counter(r["category"] for r in rows)
+        assert set(counts) == set(labels) and set(counts.values()) == {per_intent}
+    # Another subset is another folder: the same sizes and seed cannot mix up two tasks.
+    two = prepare_dataset(SampleConfig(54, 80, 3, ("card_arrival", "card_linking")), tmp_path)
+    assert two.name.startswith("train54-holdout80-seed3-intents2-")
+    with pytest.raises(UserError, match="holdout size 81 is more than the 80 rows available"):
+        prepare_dataset(SampleConfig(54, 81, 3, ("card_arrival", "card_linking")), tmp_path)
+
+
+def test_intents_are_read_by_group_or_by_name_and_unknown_ones_are_refused() -> None:
+    assert parse_intents("cards") == GROUPS["cards"]
+    assert parse_intents(" card_arrival, card_linking ,card_arrival") == (
+        "card_arrival",
+        "card_linking",
+    )
+    assert parse_intents("") == () and SampleConfig().labels() == LABELS
+    env = {"B77_INTENTS": "cards"}
+    assert SampleConfig.from_env(env).intents == GROUPS["cards"]
+    with pytest.raises(UserError, match=r"unknown Banking77 intents \['card_arival'\].*cards"):
+        SampleConfig(intents=("card_arival",)).labels()

@@ -4,8 +4,9 @@
  *
  *     npx gepa-container serve dist/examples/banking77/agent.js --port 8100
  *
- * A customer's query goes to the student model with the candidate system prompt followed by
- * the FIXED list of the 77 labels (`Labels: a, b, ...`, never edited by the optimizer); the
+ * A customer's query goes to the student model with the FIXED list of the 77 labels
+ * (`Labels: a, b, ...`, never edited by the optimizer) followed by the candidate system prompt
+ * (the list first, so a prompt cache reuses it from one candidate to the next); the
  * answer is parsed to a label and scored by `Banking77Verifier`. Importing this file reads the
  * environment (student settings and sample sizes) and writes the sampled seeds to a folder.
  */
@@ -20,8 +21,8 @@ import { Banking77Verifier } from "./verifier.js";
 const BASELINE = "Classify the user's banking intent. Return the best matching label.";
 const DESCRIPTION =
   "System prompt of a Banking77 intent classifier. The user message is a customer's " +
-  "query; the list of the 77 allowed labels is appended after this prompt by the program " +
-  "(fixed, not part of this text). The model must answer with exactly one label.";
+  "query; the list of the 77 allowed labels comes before this prompt in the system message " +
+  "(fixed by the program, not part of this text). The model must answer with exactly one label.";
 
 // USD per million (input, output) tokens, for the spend the optimizer caps.
 const PRICES: Record<string, [number, number]> = {
@@ -37,7 +38,7 @@ const verifier = new Banking77Verifier(labels, examplesByLabel(loadExamples("tra
 /** The candidate prompt, then the fixed label list. */
 export function buildMessages(prompt: string, query: string): Message[] {
   return [
-    { role: "system", content: `${prompt.trimEnd()}\n\nLabels: ${labels.join(", ")}` },
+    { role: "system", content: `Labels: ${labels.join(", ")}\n\n${prompt.trimEnd()}` },
     { role: "user", content: query },
   ];
 }
