@@ -13,7 +13,7 @@ Prints, for the code on ``sys.path`` (the checkout, or ``PYTHONPATH=<another tre
 3. the same run again under cProfile (a profiler per thread, each timing its own thread's
    CPU): CPU spent importing, the CPU of the other threads (aiosqlite's, ``to_thread``), own
    CPU by package, and the top functions by own CPU. The profiler slows the run down (about
-   1.5-2x on this code); compare shares, not these seconds, with the unprofiled total.
+   2-3x on this code); compare shares, not these seconds, with the unprofiled total.
 
 ``--http`` measures the container client's transport alone instead: CPU per ``POST
 /rollout`` against ``bench/noop_container.py`` (a real uvicorn server in its own process),

@@ -1,7 +1,7 @@
 """Plain ``http://`` as an httpx transport: HTTP/1.1 over asyncio, keep-alive, nothing more.
 
-httpx's own transport (httpcore over anyio, h11's parser) spent about 640 us of CPU per
-request against a local container where this one spends about 280 us, the same httpx
+httpx's own transport (httpcore over anyio, h11's parser) spent about 770 us of CPU per
+request against a local container where this one spends about 310 us, the same httpx
 client on top (``bench/cpu_profile.py --http``). The container client sends its rollouts
 through it (:mod:`optimizer.runtime.lanes`, plain HTTP without a proxy); anything but
 ``http://`` goes to the ``fallback`` transport, httpx's own, made on first use. (The
