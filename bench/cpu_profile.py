@@ -13,7 +13,13 @@ Prints, for the code on ``sys.path`` (the checkout, or ``PYTHONPATH=<another tre
 3. the same run again under cProfile (a profiler per thread, each timing its own thread's
    CPU): CPU spent importing, the CPU of the other threads (aiosqlite's, ``to_thread``), own
    CPU by package, and the top functions by own CPU. The profiler slows the run down (about
-   1.5-2x on this code); compare shares, not these seconds, with the unprofiled total.
+   2-3x on this code); compare shares, not these seconds, with the unprofiled total.
+
+``--http`` measures the container client's transport alone instead: CPU per ``POST
+/rollout`` against ``bench/noop_container.py`` (a real uvicorn server in its own process),
+``--http-n`` requests by ``--http-concurrency`` workers over the same httpx client, through
+httpx's own transport (httpcore, one pool per worker, as before) and through
+``optimizer.runtime.http11.PlainHTTPTransport`` (what plain-HTTP containers get now).
 
 Our packages are byte-compiled first (``compileall``, as ``pip install`` does for a wheel):
 with ``PYTHONDONTWRITEBYTECODE`` set, as on some machines, a checkout's modules are otherwise
@@ -27,6 +33,7 @@ busy machine's caches are colder): the load average is printed beside them.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import json
 import os
@@ -45,6 +52,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
 
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 PACKAGES = ("schemas", "container", "workspace", "proposer", "optimizer")
@@ -90,6 +98,90 @@ def ours_args(arena: Any, in_flight: int, workspace: Path) -> list[str]:
         "--method", "gepa",
         *arena.ours_extra,
     ]  # fmt: skip
+
+
+# the transport alone
+
+
+def _rollout_body(i: int) -> bytes:
+    return json.dumps(
+        {"candidate": {"system_prompt": "Route the ticket. " * 20}, "seed": f"s{i}", "run_id": "r"}
+    ).encode()
+
+
+async def _post_all(http: Any, url: str, n: int, concurrency: int) -> None:
+    """``n`` POST /rollout as the container client sends them (streamed, capped read)."""
+    from optimizer.runtime.lanes import lane_extensions
+
+    numbers = iter(range(n))
+
+    async def worker(lane: int) -> None:
+        for i in numbers:
+            request = http.build_request(
+                "POST", f"{url}/rollout", content=_rollout_body(i),
+                headers={"Content-Type": "application/json"},
+                extensions=lane_extensions({}, lane),
+            )  # fmt: skip
+            response = await http.send(request, stream=True)
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+            await response.aclose()
+            json.loads(body)
+
+    await asyncio.gather(*(worker(lane) for lane in range(concurrency)))
+
+
+def _pool_per_lane(limits: Any) -> Any:
+    """httpx's own transport, one pool per worker: the container client's before plain HTTP."""
+    import httpx
+
+    from optimizer.runtime.lanes import LANE
+
+    class PoolPerLane(httpx.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.pools: dict[Any, httpx.AsyncHTTPTransport] = {}
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            lane = request.extensions.get(LANE)
+            if lane not in self.pools:
+                self.pools[lane] = httpx.AsyncHTTPTransport(limits=limits)
+            return await self.pools[lane].handle_async_request(request)
+
+        async def aclose(self) -> None:
+            for pool in self.pools.values():
+                await pool.aclose()
+
+    return PoolPerLane()
+
+
+def http_figures(n: int, concurrency: int, rounds: int, latency: float = 0.01) -> None:
+    """CPU per request of both transports, alternating, ``rounds`` times."""
+    import httpx
+    from dispatch_bench import noop_container
+
+    from optimizer.runtime.http11 import PlainHTTPTransport
+
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    transports = {
+        "httpx (httpcore, a pool a worker)": lambda: _pool_per_lane(limits),
+        "PlainHTTPTransport": lambda: PlainHTTPTransport(limits=limits),
+    }
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    with noop_container(latency) as url:
+        for _ in range(rounds):
+            for name, make in transports.items():
+
+                async def run(make: Any = make) -> None:
+                    transport = make()
+                    async with httpx.AsyncClient(transport=transport, timeout=60) as http:
+                        await _post_all(http, url, n, concurrency)
+
+                started = time.process_time()
+                asyncio.run(run())
+                per = (time.process_time() - started) / n * 1e6
+                print(f"{name:36s} {per:7.1f} us CPU a request (n={n}, {concurrency} workers)")
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
 # the profiled child process
@@ -207,11 +299,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-compile", action="store_true", help="do not byte-compile our packages first"
     )
     parser.add_argument("--save", type=Path, default=None, help="keep the cProfile stats here")
+    parser.add_argument("--http", action="store_true", help="the transports alone (see above)")
+    parser.add_argument("--http-n", type=int, default=1000)
+    parser.add_argument("--http-concurrency", type=int, default=8)
+    parser.add_argument("--http-rounds", type=int, default=2)
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args(argv)
     if args.child is not None:
         return child(args.child, [a for a in rest if a != "--"])
 
+    if args.http:
+        http_figures(args.http_n, args.http_concurrency, args.http_rounds)
+        return 0
     import race  # the arena and the measured process, as the race has them
 
     if not args.no_compile:

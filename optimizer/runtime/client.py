@@ -138,10 +138,9 @@ class ContainerClient:
         pools = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
-        # A pool per queue worker (see optimizer.runtime.lanes), unless the environment
-        # names a proxy, which only httpx's own transport applies.
-        tls = any(e.url.lower().startswith("https:") for e in self._endpoints.all)
-        transport = None if env_proxies() else LaneTransport(pools, tls=tls)
+        # Plain HTTP without httpcore, a pool per queue worker for TLS (optimizer.runtime.lanes),
+        # unless the environment names a proxy, which only httpx's own transport applies.
+        transport = None if env_proxies() else LaneTransport(pools)
         self._http = http or httpx.AsyncClient(
             timeout=self._timeout, limits=pools, transport=transport
         )

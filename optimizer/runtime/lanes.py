@@ -1,21 +1,20 @@
-"""One connection pool per rollout worker ("lane"), because httpcore scans a pool per request.
+"""The container client's transport: plain HTTP by :mod:`optimizer.runtime.http11`, TLS by httpcore pools.
 
-httpcore 1.0 walks every connection of a pool on each request and on each response close,
-and asks every idle one whether the server closed it: a ``getpeername`` and a ``poll``
-system call per connection (encode/httpcore#928). With ``--concurrency 16`` sharing one
-pool of 16 connections, most of them idle while their workers parse and store answers,
-that scan was over a third of the client's CPU per rollout against a no-op container, and
-it grew with the work the queue did between requests.
+``http://`` containers (the usual: on this machine, in a cluster, behind a gateway that
+terminates TLS) are reached through one :class:`optimizer.runtime.http11.PlainHTTPTransport`: a
+keep-alive connection per request in flight, no pool to scan, about 310 us of CPU per
+rollout where httpx's own transport spent about 770 us.
 
-A worker has one request in flight at a time, so a pool of its own holds one connection
-per container URL and its scan is short. ``LaneTransport`` routes a request to the pool of
-the lane named in its ``extensions`` (:func:`lane_extensions`); requests without a lane
-(health checks, ``GET /program``) share one pool. Every pool has the client's limits, so a
-lane never waits for a connection another lane holds.
-
-Containers reached over plain ``http://`` need no TLS: then the pools get a context that
-trusts no certificate (a TLS handshake through them fails, never goes unverified) instead of
-one with the CA bundle loaded, about 20 ms of CPU per process.
+``https://`` ones get httpx's transport, one pool per rollout worker ("lane"): httpcore 1.0
+walks every connection of a pool on each request and on each response close, and asks every
+idle one whether the server closed it: a ``getpeername`` and a ``poll`` system call per
+connection (encode/httpcore#928). With ``--concurrency 16`` sharing one pool of 16
+connections, that scan was over a third of the client's CPU per rollout. A worker has one
+request in flight at a time, so a pool of its own holds one connection per container URL
+and its scan is short. ``LaneTransport`` routes a request to the pool of the lane named in
+its ``extensions`` (:func:`lane_extensions`); requests without a lane (health checks, ``GET
+/program``) share one pool. Every pool has the client's limits, so a lane never waits for
+a connection another lane holds. The TLS context and the pools are made on first use.
 """
 
 from __future__ import annotations
@@ -25,6 +24,8 @@ import urllib.request
 from typing import Any
 
 import httpx
+
+from optimizer.runtime.http11 import PlainHTTPTransport
 
 __all__ = ["LANE", "LaneTransport", "env_proxies", "lane_extensions"]
 
@@ -46,22 +47,28 @@ def env_proxies() -> bool:
 
 
 class LaneTransport(httpx.AsyncBaseTransport):
-    """httpx's own transport, one instance (one pool) per lane, made on first use."""
+    """Plain HTTP through one :class:`PlainHTTPTransport`; TLS through a pool per lane."""
 
-    def __init__(self, limits: httpx.Limits, *, tls: bool = True) -> None:
+    def __init__(self, limits: httpx.Limits) -> None:
         self._limits = limits
-        # One TLS context for all pools: loading the CA bundle takes milliseconds each.
-        self._tls = httpx.create_ssl_context() if tls else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self._shared = self._pool()
+        self._plain = PlainHTTPTransport(limits=limits, fallback=self._pool)
+        self._tls: ssl.SSLContext | None = None  # one for all pools: loading CAs takes ms
+        self._shared: httpx.AsyncHTTPTransport | None = None
         self._lanes: dict[int, httpx.AsyncHTTPTransport] = {}
 
     def _pool(self) -> httpx.AsyncHTTPTransport:
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()
         return httpx.AsyncHTTPTransport(verify=self._tls, limits=self._limits)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` through its lane's pool (or the shared one)."""
+        """Send ``request`` as plain HTTP, or through its lane's pool (or the shared one)."""
+        if request.url.scheme == "http":
+            return await self._plain.handle_async_request(request)
         lane = request.extensions.get(LANE)
         if lane is None:
+            if self._shared is None:
+                self._shared = self._pool()
             return await self._shared.handle_async_request(request)
         pool = self._lanes.get(lane)
         if pool is None:
@@ -70,6 +77,8 @@ class LaneTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         """Close every pool."""
-        pools, self._lanes = [self._shared, *self._lanes.values()], {}
+        pools = [p for p in (self._shared, *self._lanes.values()) if p is not None]
+        self._shared, self._lanes = None, {}
+        await self._plain.aclose()
         for pool in pools:
             await pool.aclose()
