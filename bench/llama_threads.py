@@ -5,13 +5,15 @@ processes on the same cores. ggml's CPU backend runs its threads under GNU OpenM
 threads spin unless ``OMP_WAIT_POLICY=PASSIVE``. Two parts, each printing its figures:
 
 ``servers`` (default): for each setting ``S[/R]:WAIT`` (S threads for the student server,
-R for the reflection server, default R = S; WAIT = passive, active, or default = variable
-unset, GNU OpenMP's short spin), both servers with the job's options, and
+R for the reflection server, default R = S; WAIT = passive, active, default = the variable
+unset (GNU OpenMP spins 300,000 rounds at a barrier before it sleeps), or spinN = unset with
+GOMP_SPINCOUNT=N), both servers with the job's options, and
 
 - student alone: a Banking77 classification (the baseline prompt with the 77 labels, a
   holdout query): the first call of that system prompt (``cold``, the whole prompt computed)
   and the median of the next ones (``warm``: llama.cpp reuses the common prefix);
-- reflection alone: one call reading ~1.6k new tokens and writing up to 300 (a proposal);
+- reflection alone: one call reading ~1.7k new tokens and writing 300 (a proposal; the end
+  tokens are barred, so every setting writes as many);
 - together: the same reflection call while the 40 holdout queries are classified back to
   back (4 in flight, as the queue sends them), as when the baseline's holdout runs in the
   background during the first reflection: the reflection's seconds, the student calls done
@@ -63,10 +65,23 @@ LABELS = load_labels()
 HOLDOUT = [
     e.text for e in stratified_sample(load_examples("test"), 40, LABELS, seed=0, split="holdout")
 ]
-FAILURES = stratified_sample(load_examples("train"), 24, LABELS, seed=0, split="train")
+FAILURES = stratified_sample(load_examples("train"), 40, LABELS, seed=0, split="train")
+# Qwen's end tokens (<|endoftext|>, <|im_end|>), barred from a proposal so that every setting
+# writes the same number of tokens.
+NO_END = {"151643": -100, "151645": -100}
 PROMPT = system_message(BASELINE, LABELS)
 OTHER_PROMPT = system_message(BASELINE + " Read the whole query before you answer.", LABELS)
 WAITS = {"passive": "PASSIVE", "active": "ACTIVE", "default": None}
+
+
+def wait_env(wait: str) -> dict[str, str | None]:
+    """The server's OpenMP variables for ``passive``, ``active``, ``default`` or ``spinN``
+    (the policy unset, GOMP_SPINCOUNT=N: spin N rounds at a barrier, then sleep)."""
+    if wait.startswith("spin") and wait[4:].isdigit():
+        return {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": wait[4:]}
+    return {"OMP_WAIT_POLICY": WAITS[wait], "GOMP_SPINCOUNT": None}
+
+
 DEFAULT_VARIANTS = (
     "default=,"
     "no-logits=logits_all:false,"
@@ -117,10 +132,11 @@ async def ask(
     server: LlamaServer,
     messages: list[dict[str, str]],
     max_tokens: int,
+    **extra: object,
 ) -> Call:
-    """One chat completion at temperature 0. Its CPU seconds are the server's during the call
-    (the calls of others in flight on the same server included)."""
-    body = {"model": server.alias, "messages": messages, "max_tokens": max_tokens}
+    """One chat completion at temperature 0 (``extra`` joins the body). Its CPU seconds are the
+    server's during the call (the calls of others in flight on the same server included)."""
+    body = {"model": server.alias, "messages": messages, "max_tokens": max_tokens, **extra}
     cpu, started = cpu_seconds(server.pid), time.monotonic()
     answer = await client.post(
         f"{server.base_url}/chat/completions", json={**body, "temperature": 0}, timeout=3600
@@ -160,8 +176,9 @@ class Setting:
     def parse(cls, text: str) -> Setting:
         threads, _, wait = text.partition(":")
         student, _, reflection = threads.partition("/")
-        if wait not in WAITS or not student.isdigit() or not (reflection or "1").isdigit():
-            raise SystemExit(f"--settings: {text!r} is not S[/R]:passive|active|default")
+        known = wait in WAITS or (wait.startswith("spin") and wait[4:].isdigit())
+        if not known or not student.isdigit() or not (reflection or "1").isdigit():
+            raise SystemExit(f"--settings: {text!r} is not S[/R]:passive|active|default|spinN")
         return cls(int(student), int(reflection or student), wait)
 
     def __str__(self) -> str:
@@ -171,7 +188,7 @@ class Setting:
 
 def served(setting: Setting) -> ServedModels:
     """The student and the 1.5B reflection server for ``setting``."""
-    env = {"OMP_WAIT_POLICY": WAITS[setting.wait]}
+    env = wait_env(setting.wait)
     student = LlamaServer(
         model_path("student"), alias="student", n_threads=setting.student_threads, env=env
     )
@@ -211,10 +228,12 @@ async def measure_servers(setting: Setting) -> str:
             await ask(client, reflection, [{"role": "user", "content": "hi"}], 4)
             cold = await ask(client, student, classify(HOLDOUT[0]), 20)
             warm = [await ask(client, student, classify(q), 20) for q in HOLDOUT[1:9]]
-            alone = await ask(client, reflection, reflect(), 300)
+            alone = await ask(client, reflection, reflect(), 300, logit_bias=NO_END)
             cpu = cpu_seconds(student.pid) + cpu_seconds(reflection.pid)
             started = time.monotonic()
-            writing = asyncio.create_task(ask(client, reflection, reflect(), 300))
+            writing = asyncio.create_task(
+                ask(client, reflection, reflect(), 300, logit_bias=NO_END)
+            )
             finished = await holdout_meanwhile(client, student, started)
             together = await writing
             wall = time.monotonic() - started
@@ -307,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--settings",
         default="2:passive,2:default,1:passive,1:default",
-        help="servers: comma-separated S[/R]:passive|active|default",
+        help="servers: comma-separated S[/R]:passive|active|default|spinN",
     )
     parser.add_argument("--variants", default=DEFAULT_VARIANTS, help="student: name=opt:v+opt:v")
     parser.add_argument("--rounds", type=int, default=1, help="run the list N times (A B A B)")

@@ -19,8 +19,13 @@ Contestants run one after another; the counters of both servers are reset in bet
 Simulated tasks (``bench/race_tasks.py``): ``additive``, ``interacting``, ``noisy``, the
 container answering in ``--latency`` seconds; the simulated hosted reflection model
 (``bench/race_reflector.py``) answers in ``--reflection-latency`` seconds, concurrently.
-``banking77`` runs the real Banking77 container on the local 0.5B student with the local 1.5B
-reflection model (one llama.cpp server each; 1 proposal in flight is all it can serve).
+``banking77`` is the README's main job: the real Banking77 container on the local 0.5B student
+with the local 1.5B reflection model (one llama.cpp server each), its splits, budget,
+concurrency and proposer flags read from ``examples/banking77/design.py``; its default
+contestants are ``gepa-seq``, ``ours-N`` (N proposals in flight, as the main job),
+``mipro-1`` (``optimize run --method mipro`` on the same budget) and ``dspy-mipro`` (DSPy's
+MIPROv2 on the same student, prompt model, splits and student calls: ``bench/race_dspy.py``;
+its ``calls`` are student calls).
 
 ``--reflection-errors realistic`` makes the simulated reflection model err as real ones do
 (answers that make the text worse, fix several things, rewrite it, or ignore the format:
@@ -180,9 +185,11 @@ class Arena:
 # contestants
 
 
-def run_ours(arena: Arena, in_flight: int, workdir: Path) -> Result:
-    """``gepa-runtime optimize run`` with ``in_flight`` proposals, in a fresh workspace."""
-    workspace = workdir / f"ours-{in_flight}"
+def run_ours(arena: Arena, in_flight: int, workdir: Path, method: str = "gepa") -> Result:
+    """``gepa-runtime optimize run --method METHOD`` with ``in_flight`` proposals, in a fresh
+    workspace; the contestant is ``ours-N`` for GEPA and ``mipro-N`` for MIPRO."""
+    name = f"{'ours' if method == 'gepa' else method}-{in_flight}"
+    workspace = workdir / name
     budget = arena.gepa_budget + 2 * arena.holdout
     cmd = [
         str(ROOT / ".venv" / "bin" / "gepa-runtime"),
@@ -209,6 +216,8 @@ def run_ours(arena: Arena, in_flight: int, workdir: Path) -> Result:
         str(arena.seed),
         "--max-metric-calls",
         str(budget),
+        "--method",
+        method,
         *arena.ours_extra,
         *arena.ours_flags,
     ]
@@ -217,7 +226,7 @@ def run_ours(arena: Arena, in_flight: int, workdir: Path) -> Result:
     done = _measured(cmd, {**os.environ, **arena.env})
     wall = time.monotonic() - t0
     if done.returncode != 0:
-        raise SystemExit(f"ours-{in_flight} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     packet = json.loads(next(workspace.glob("runs/*/evidence.json")).read_text())
     timeline = asyncio.run(_our_timeline(workspace, packet["run_id"], started))
     calls, reflections, most = (
@@ -232,7 +241,7 @@ def run_ours(arena: Arena, in_flight: int, workdir: Path) -> Result:
     return Result(
         task=arena.task,
         seed=arena.seed,
-        contestant=f"ours-{in_flight}",
+        contestant=name,
         wall_s=wall,
         container_calls=calls,
         reflection_calls=reflections,
@@ -333,11 +342,58 @@ def run_gepa(arena: Arena, mode: str, python: Path, workdir: Path) -> Result:
     )
 
 
+def run_dspy(arena: Arena, workdir: Path) -> Result:
+    """DSPy's MIPROv2 through ``bench/race_dspy.py`` (banking77 only: it calls the student).
+
+    A user-level comparison: DSPy's own prompt format, the same student, prompt model, splits
+    and student-call budget. Its ``calls`` are student calls (DSPy has no container).
+    """
+    if "OPENAI_BASE_URL" not in arena.env:
+        raise SystemExit("dspy-mipro runs on banking77 only (it calls the student itself)")
+    out = workdir / "dspy-mipro.json"
+    cmd = [
+        str(ROOT / ".venv" / "bin" / "python"),
+        str(ROOT / "bench" / "race_dspy.py"),
+        "--student-base-url", arena.env["OPENAI_BASE_URL"],
+        "--reflection-base-url", arena.reflection,
+        "--reflection-max-tokens", str(arena.reflection_max_tokens),
+        "--max-metric-calls", str(arena.gepa_budget + 2 * arena.holdout),
+        "--concurrency", str(arena.concurrency),
+        "--seed", str(arena.seed),
+        "--out", str(out),
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    done = _measured(cmd, {**os.environ, **arena.env})
+    wall = time.monotonic() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"dspy-mipro failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    data = json.loads(out.read_text())
+    return Result(
+        task=arena.task,
+        seed=arena.seed,
+        contestant="dspy-mipro",
+        wall_s=wall,
+        container_calls=data["student_calls"],
+        reflection_calls=data["reflection_calls"],
+        holdout_baseline=data["holdout_baseline"],
+        holdout_best=data["holdout_best"],
+        train_best=data["train_best"],
+        budget=arena.gepa_budget + 2 * arena.holdout,
+        paid=data["student_calls"],
+        cpu_s=done.cpu_s,
+        peak_rss_mb=done.peak_rss_mb,
+    )
+
+
 def run_one(arena: Arena, contestant: str, gepa_python: Path | None, workdir: Path) -> Result:
     """Dispatch on the contestant's name."""
     kind, _, arg = contestant.partition("-")
     if kind == "ours":
         return run_ours(arena, int(arg), workdir)
+    if kind == "mipro":
+        return run_ours(arena, int(arg), workdir, method="mipro")
+    if contestant == "dspy-mipro":
+        return run_dspy(arena, workdir)
     assert gepa_python is not None
     return run_gepa(arena, arg, gepa_python, workdir)
 
@@ -372,7 +428,7 @@ def simulated(task: str, seed: int, args: argparse.Namespace) -> Iterator[Arena]
             reflection_model="sim",
             gepa_budget=args.gepa_budget or 300,
             holdout=len(program["seeds"]["holdout"]),
-            concurrency=args.concurrency,
+            concurrency=args.concurrency or 8,
             counted=True,
             # The simulated reflection model stands for a hosted API, though it listens here.
             ours_extra=("--reflection-endpoint", "hosted"),
@@ -401,7 +457,13 @@ def _error_flags(spec: str) -> list[str]:
 
 @contextlib.contextmanager
 def banking77(seed: int, args: argparse.Namespace) -> Iterator[Arena]:
-    """The Banking77 container on the local 0.5B student, the local 1.5B as reflection model."""
+    """The README's main job as an arena: its container, local models and design.
+
+    Splits, budget, concurrency and proposer flags come from ``examples/banking77/design.py``
+    (what ``examples/banking77/main_job.py`` runs); ``--gepa-budget`` and ``--concurrency``
+    override them for a quicker look.
+    """
+    from examples.banking77.design import DESIGN
     from optimizer.local_models import install_models, serve_models
 
     install_models(student=True, reflection="1.5b")
@@ -417,26 +479,38 @@ def banking77(seed: int, args: argparse.Namespace) -> Iterator[Arena]:
         port = free_port()
         cmd = [
             str(ROOT / ".venv" / "bin" / "python"), "-m", "examples.banking77", "--port", str(port),
-            "--train-size", "24", "--holdout-size", "40",
+            *DESIGN.container_args(),
         ]  # fmt: skip
-        with _serve(
-            cmd, f"http://127.0.0.1:{port}/health", "the Banking77 container", {**os.environ, **env}
-        ):
+        container = f"http://127.0.0.1:{port}"
+        with _serve(cmd, f"{container}/health", "the Banking77 container", {**os.environ, **env}):
+            seeds = httpx.get(f"{container}/program", timeout=30).json()["seeds"]
+            train, holdout = len(seeds["train"]), len(seeds["holdout"])
+            # ours pays its holdout calls (baseline and best) from the main job's budget
+            ours_budget = DESIGN.metric_calls(
+                train=train, holdout=holdout, val=len(seeds.get("val") or [])
+            )
             yield Arena(
                 task="banking77",
                 seed=seed,
-                container=f"http://127.0.0.1:{port}",
+                container=container,
                 reflection=m.reflection.base_url,
                 reflection_model="reflection",
-                gepa_budget=args.gepa_budget or 224,
-                holdout=40,
-                concurrency=args.concurrency,
+                gepa_budget=args.gepa_budget or ours_budget - 2 * holdout,
+                holdout=holdout,
+                concurrency=args.concurrency or DESIGN.concurrency,
                 counted=False,
-                # As the README's main job: bounded reflections, a search that stops when idle.
-                ours_extra=("--max-prompt-chars", "2500", "--max-idle-iterations", "6"),
-                reflection_max_tokens=700,
+                ours_extra=tuple(DESIGN.proposer_args()),
+                reflection_max_tokens=DESIGN.reflection_max_tokens,
                 env=env,
             )
+
+
+def banking77_contestants() -> list[str]:
+    """The default contestants on banking77: gepa-ai, ours as the main job runs, our MIPRO,
+    DSPy's MIPROv2."""
+    from examples.banking77.design import DESIGN
+
+    return ["gepa-seq", f"ours-{DESIGN.proposals_in_flight}", "mipro-1", "dspy-mipro"]
 
 
 # the table
@@ -503,6 +577,18 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def _lineup(contestants: Sequence[str]) -> list[str]:
+    """The contestants in running order: gepa-seq, the reference for time-to-target, first."""
+    kinds = ("ours", "mipro", "gepa", "dspy")
+    unknown = [c for c in contestants if c.partition("-")[0] not in kinds]
+    if unknown:
+        raise SystemExit(
+            f"--contestants: unknown {unknown}; e.g. ours-1, ours-4, mipro-1, gepa-seq, dspy-mipro"
+        )
+    rest = [c for c in contestants if c != "gepa-seq"]
+    return ["gepa-seq", *rest] if "gepa-seq" in contestants else rest
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -511,14 +597,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tasks", default=",".join(SIMULATED), help="comma-separated; or banking77"
     )
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--contestants", default=",".join(CONTESTANTS))
+    parser.add_argument(
+        "--contestants",
+        default=None,
+        help=f"comma-separated (default {','.join(CONTESTANTS)}; banking77 gepa-seq,ours-1,"
+        "mipro-1,dspy-mipro: ours-N as the main job runs it)",
+    )
     parser.add_argument(
         "--gepa-budget",
         type=int,
         default=None,
-        help="gepa-ai's max_metric_calls (default 300; banking77 224)",
+        help="gepa-ai's max_metric_calls (default 300; banking77: the main job's budget less "
+        "2 x holdout, examples/banking77/design.py)",
     )
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="default 8; banking77: the main job's"
+    )
     parser.add_argument("--latency", type=float, default=0.3, help="container seconds per rollout")
     parser.add_argument(
         "--reflection-latency", type=float, default=4.0, help="seconds per reflection call"
@@ -547,10 +641,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [t for t in tasks if t not in (*SIMULATED, "banking77")]
     if unknown:
         parser.error(f"--tasks: unknown {unknown}; choose from {', '.join(SIMULATED)}, banking77")
-    contestants = [c for c in args.contestants.split(",") if c]
-    if "gepa-seq" in contestants:  # the reference for time-to-target runs first
-        contestants = ["gepa-seq", *(c for c in contestants if c != "gepa-seq")]
-    gepa_python = ensure_gepa_python() if any(c.startswith("gepa") for c in contestants) else None
+    chosen = [c for c in (args.contestants or "").split(",") if c]
+    lineups = {
+        task: _lineup(chosen or (banking77_contestants() if task == "banking77" else CONTESTANTS))
+        for task in tasks
+    }
+    needs_gepa = any(c.startswith("gepa") for lineup in lineups.values() for c in lineup)
+    gepa_python = ensure_gepa_python() if needs_gepa else None
     results: list[Result] = []
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -567,8 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 with arena_cm as arena:
                     arena.ours_flags = tuple(shlex.split(args.ours_flags))
-                    for contestant in contestants:
-                        if task == "banking77" and contestant in ("ours-4", "gepa-pxn"):
+                    for contestant in lineups[task]:
+                        if task == "banking77" and contestant == "gepa-pxn":
                             continue  # one llama.cpp server answers one request at a time
                         workdir = Path(tmp) / f"{task}-{seed}"
                         workdir.mkdir(exist_ok=True)

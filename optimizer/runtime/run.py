@@ -165,6 +165,7 @@ class Run:
                 max_retries=cfg.max_retries,
                 base_delay_s=cfg.retry_base_delay_s,
                 timeout_s=cfg.rollout_timeout_s,
+                rate_limit_wait_s=cfg.rate_limit_wait_s,
             ),
             max_connections=max(cfg.concurrency * 2, 16),
             max_response_bytes=int(cfg.max_response_mib * 1024 * 1024),
@@ -395,7 +396,7 @@ class Run:
     async def _state(self, program: Program, plan: RunPlan) -> tuple[SearchState, CandidateRecord]:
         """The search state with every stored candidate, and the baseline's record."""
         run_id = self.record.run_id
-        state = SearchState(train_seeds=plan.train)
+        state = SearchState(train_seeds=plan.train, floor=program.reward_range[0])
         stored = self.record.state.get("proposals", {})
         state.proposals.update({str(k): v for k, v in stored.items()})
         state.extra.update({k: v for k, v in self.record.state.items() if k not in RUN_STATE_KEYS})

@@ -78,9 +78,9 @@ def test_the_prompt_reaches_the_model_and_its_answer_is_scored(banking77: str) -
             body = {"candidate": {"system_prompt": prompt}, "seed": seed}
             answer = httpx.post(f"{banking77}/rollout", json=body, timeout=120).json()
             system, user, reply = answer["trace"]["messages"]
-            # The candidate's prompt, then the fixed label list, is what the model read ...
-            assert system["role"] == "system" and system["content"].startswith(prompt)
-            assert system["content"].startswith("Labels: " + ", ".join(labels))
+            # The fixed label list, then the candidate's prompt, is what the model read ...
+            assert system["role"] == "system"
+            assert system["content"] == "Labels: " + ", ".join(labels) + "\n\n" + prompt.rstrip()
             assert user["role"] == "user" and user["content"]
             # ... and whatever it answered is parsed to a label (or "unknown") and scored.
             assert reply["role"] == "assistant"

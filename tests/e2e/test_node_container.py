@@ -160,6 +160,8 @@ def test_the_typescript_banking77_example_classifies_with_the_fixed_label_list(
     )
     sent = student.state.requests[0]
     assert sent["model"] == "student"  # no key, local endpoint: the local server's alias
-    assert sent["messages"][0]["content"].endswith("\n\nLabels: " + ", ".join(labels))
+    assert sent["messages"][0]["content"] == (
+        "Labels: " + ", ".join(labels) + f"\n\nAlways answer {rows[0]['category']}"
+    )
     assert sent["messages"][1] == {"role": "user", "content": rows[0]["text"]}
     assert (limited.status_code, limited.headers["retry-after"]) == (429, "4")

@@ -107,3 +107,46 @@ def test_a_minute_long_style_rate_limit_is_waited_out_and_announced(
     assert limits[0] == 8 and min(limits) < 8  # the 429s cut it
     waits = [e.data for e in events if e.type == "warning" and "rate_limit" in e.data]
     assert waits and waits[0]["rate_limit"]["waited_s"] >= 5
+
+
+def test_a_run_stops_waiting_after_its_rate_limit_wait(tmp_path: Path, reflection_url: str) -> None:
+    """``--rate-limit-wait`` reaches the run's rollouts: a container that answers only 429 for
+    a minute fails the run after about that many seconds, naming the rate limit."""
+    root = tmp_path / "ws"
+    with replicas(1, capacity=64, latency=0.01, retry_after=1, limited_for=120.0) as (container,):
+        started = time.monotonic()
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "optimizer.cli",
+                "optimize",
+                "run",
+                "--container",
+                container.url,
+                "--reflection-model",
+                "fake-reflection",
+                "--reflection-base-url",
+                reflection_url,
+                "--proposer-mode",
+                "text",
+                "--max-metric-calls",
+                "150",
+                "--rate-limit-wait",
+                "3",
+                "--concurrency",
+                "4",
+                "--workspace",
+                str(root),
+                "--quiet",
+            ],  # fmt: skip
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        elapsed = time.monotonic() - started
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert elapsed < 60, elapsed  # not the 600 s default, nor the container's 120 s
+    assert "gave up on the container's rate limit" in done.stderr, done.stderr
+    assert "(--rate-limit-wait 3;" in done.stderr and "raise --rate-limit-wait" in done.stderr
