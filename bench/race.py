@@ -479,7 +479,7 @@ def banking77(seed: int, args: argparse.Namespace) -> Iterator[Arena]:
         port = free_port()
         cmd = [
             str(ROOT / ".venv" / "bin" / "python"), "-m", "examples.banking77", "--port", str(port),
-            *DESIGN.container_args(),
+            *DESIGN.container_args(seed),
         ]  # fmt: skip
         container = f"http://127.0.0.1:{port}"
         with _serve(cmd, f"{container}/health", "the Banking77 container", {**os.environ, **env}):
@@ -499,7 +499,7 @@ def banking77(seed: int, args: argparse.Namespace) -> Iterator[Arena]:
                 holdout=holdout,
                 concurrency=args.concurrency or DESIGN.concurrency,
                 counted=False,
-                ours_extra=tuple(DESIGN.proposer_args()),
+                ours_extra=("--proposer-mode", DESIGN.proposer_mode, *DESIGN.proposer_args()),
                 reflection_max_tokens=DESIGN.reflection_max_tokens,
                 env=env,
             )

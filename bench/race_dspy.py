@@ -39,12 +39,13 @@ import dspy
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from examples.banking77.data import SampleConfig, load_labels, prepare_dataset  # noqa: E402
+from examples.banking77.data import SampleConfig, parse_intents, prepare_dataset  # noqa: E402
 from examples.banking77.design import DESIGN  # noqa: E402
 from examples.banking77.labels import parse_label  # noqa: E402
 from examples.banking77.program import BASELINE  # noqa: E402
 
-LABELS = load_labels()
+INTENTS = parse_intents(DESIGN.intents)  # the design's intents, as the container keeps them
+LABELS = SampleConfig(intents=INTENTS).labels()
 TOOL = f"dspy {dspy.__version__} MIPROv2"
 
 
@@ -108,7 +109,7 @@ def accuracy(program: dspy.Module, devset: list[dspy.Example], threads: int) -> 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Compile with MIPROv2, score baseline and winner on holdout, return the record."""
-    folder = prepare_dataset(SampleConfig(args.train_size, args.holdout_size, 0))
+    folder = prepare_dataset(SampleConfig(args.train_size, args.holdout_size, args.seed, INTENTS))
     train, holdout = examples(folder / "train.jsonl"), examples(folder / "holdout.jsonl")
     student = dspy.LM(
         "openai/student", api_base=args.student_base_url, api_key="local",

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from examples.banking77.data import GROUPS
 from examples.banking77.design import DESIGN
 from examples.processes import serving_process
 from optimizer.local_models import free_port, install_models, serve_models
@@ -67,7 +68,7 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             "reflection_url": served.reflection.base_url,
             "reflection_model": "reflection",
             # llama.cpp's chat template does not produce OpenAI tool calls: text mode.
-            "proposer_mode": "text",
+            "proposer_mode": DESIGN.proposer_mode,
             "key": LOCAL_KEY,
             # bounded reflections, a search that stops when idle: examples/banking77/design.py
             "extra": DESIGN.local_args(),
@@ -85,13 +86,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--train-size", type=int, default=DESIGN.train_size)
     parser.add_argument("--holdout-size", type=int, default=DESIGN.holdout_size)
     parser.add_argument(
+        "--intents",
+        default=DESIGN.intents,
+        help=f"the intents to keep: a group ({', '.join(GROUPS)}), comma-separated names, "
+        f"or 'all' (default {DESIGN.intents})",
+    )
+    parser.add_argument(
         "--reflection", choices=("0.5b", "1.5b"), default="1.5b", help="local reflection model"
     )
     parser.add_argument("--auto", choices=("light", "medium", "heavy"), default=DESIGN.auto)
     parser.add_argument(
         "--max-metric-calls", type=int, default=DESIGN.max_metric_calls, help="overrides --auto"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="draws the splits and seeds the optimizer (default 0)"
+    )
     parser.add_argument(
         "--method", choices=("gepa", "mipro"), default="gepa", help="optimizer (default gepa)"
     )
@@ -124,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(args.train_size),
             "--holdout-size",
             str(args.holdout_size),
+            "--intents",
+            "" if args.intents == "all" else args.intents,
+            "--seed",
+            str(args.seed),
         ]
         serve_cmd = [
             *gepa,
@@ -140,7 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             serving_process(serve_cmd, env, f"{console}/api/health", "gepa-runtime serve"),
         ):
             _say(
-                f"Banking77 container on {container} ({args.train_size} train / {args.holdout_size} holdout queries)"
+                f"Banking77 container on {container} ({args.train_size} train / "
+                f"{args.holdout_size} holdout queries; intents: {args.intents}; split seed {args.seed})"
             )
             _say(
                 f"live console: {console}/?token={env['GEPA_SERVE_TOKEN']}  "

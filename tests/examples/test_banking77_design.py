@@ -26,6 +26,7 @@ def test_the_local_flags_set_every_field_of_the_design() -> None:
         max_prompt_chars=1234,
         max_idle_iterations=5,
         patience=7,
+        minibatch_size=6,
     )
     config = _run_config(*design.local_args())
     assert config.concurrency == 3
@@ -34,17 +35,23 @@ def test_the_local_flags_set_every_field_of_the_design() -> None:
     assert config.max_prompt_chars == 1234
     assert config.max_idle_iterations == 5
     assert config.patience == 7
+    assert config.minibatch_size == 6
 
 
 def test_the_race_budget_is_the_one_the_main_job_flags_give() -> None:
-    config = _run_config("--auto", DESIGN.auto)
-    for train, holdout in ((24, 40), (77, 154)):
+    auto = replace(DESIGN, max_metric_calls=None)
+    config = _run_config("--auto", auto.auto, "--minibatch-size", str(auto.minibatch_size))
+    for train, holdout in ((24, 40), (54, 297), (77, 154)):
         expected = resolve_metric_calls(config, train=train, holdout=holdout, val=0)
-        assert DESIGN.metric_calls(train=train, holdout=holdout) == expected
+        assert auto.metric_calls(train=train, holdout=holdout) == expected
     fixed = replace(DESIGN, max_metric_calls=123)
     assert fixed.metric_calls(train=24, holdout=40) == 123
+    config = _run_config("--max-metric-calls", str(DESIGN.max_metric_calls))
+    assert DESIGN.metric_calls(train=54, holdout=297) == config.max_metric_calls
 
 
-def test_the_container_flags_carry_the_split_sizes() -> None:
-    design = replace(DESIGN, train_size=11, holdout_size=22)
-    assert design.container_args() == ["--train-size", "11", "--holdout-size", "22"]
+def test_the_container_flags_carry_the_split_sizes_intents_and_seed() -> None:
+    design = replace(DESIGN, train_size=11, holdout_size=22, intents="cards")
+    assert design.container_args(seed=3) == [
+        "--train-size", "11", "--holdout-size", "22", "--intents", "cards", "--seed", "3",
+    ]  # fmt: skip
