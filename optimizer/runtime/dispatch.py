@@ -250,9 +250,11 @@ class RolloutQueue:
         self._policy_key = policy_key(self._policy)
         self._gate = error_gate or ErrorGate(max_rate=1.0)
         self._on_set_aside = on_set_aside  # told after the seed_set_aside event
-        self._jobs: asyncio.PriorityQueue[tuple[int, int, _Job, asyncio.Future[RolloutRecord]]] = (
-            asyncio.PriorityQueue()
-        )
+        # (background?, batch, index): a batch is sent in the order it was asked for, and
+        # background work (the baseline's holdout) only when nothing else waits.
+        self._jobs: asyncio.PriorityQueue[
+            tuple[bool, int, int, _Job, asyncio.Future[RolloutRecord]]
+        ] = asyncio.PriorityQueue()
         self._reward_range = program.reward_range
         self._done: asyncio.Queue[_Done] = asyncio.Queue()
         self._batches = itertools.count()
@@ -295,13 +297,16 @@ class RolloutQueue:
         *,
         final: bool = False,
         prebooked: int = 0,
+        background: bool = False,
     ) -> dict[str, SeedResult]:
         """Results for every seed, from the cache or from the container.
 
         Raises ``BudgetExhausted`` before sending anything when the misses do not fit the
         budget (``final`` may use the reserve kept for heldout selection). ``prebooked``
         calls were already reserved by the caller (``Budget.reserve``), which lets work
-        started in the background hold its budget before its first await.
+        started in the background hold its budget before its first await. ``background``
+        rollouts wait while any other is queued: the search's gates are not held up behind
+        a long holdout evaluation that is needed only at the end.
         """
         seeds = list(dict.fromkeys(seeds))
         chash = content_hash(dict(components))
@@ -329,7 +334,7 @@ class RolloutQueue:
                 futures[seed] = future
                 self._inflight[keys[seed]] = future
                 job = _Job(candidate_id, chash, body, seed, keys[seed])
-                self._jobs.put_nowait((batch, index, job, future))
+                self._jobs.put_nowait((background, batch, index, job, future))
             try:
                 records = await self._wait(list(futures.values()))
             finally:
@@ -456,7 +461,7 @@ class RolloutQueue:
     async def _worker(self, lane: int) -> None:
         """Run jobs one at a time; ``lane`` gives this worker a connection pool of its own."""
         while True:
-            _, _, job, future = await self._jobs.get()
+            _, _, _, job, future = await self._jobs.get()
             if future.cancelled():
                 continue
             try:

@@ -420,8 +420,9 @@ class Run:
         """The baseline on train now, and on holdout in the background (the reference).
 
         Holdout scores are needed only at promotion, so they are paid for while the first
-        proposals are written instead of before; their calls are booked here, before the
-        search looks at its budget.
+        proposals are written instead of before, behind the search's own rollouts (a gate
+        does not wait for them); their calls are booked here, before the search looks at
+        its budget.
         """
         state, base, plan = parts.state, parts.base, parts.plan
         cid = base.candidate_id
@@ -437,7 +438,7 @@ class Run:
 
         async def holdout() -> None:
             results = await queue.evaluate(
-                cid, base.components, plan.holdout, final=True, prebooked=booked
+                cid, base.components, plan.holdout, final=True, prebooked=booked, background=True
             )
             state.holdout[cid] = {s: r.reward for s, r in results.items() if r.reward is not None}
 

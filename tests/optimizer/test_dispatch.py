@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -54,7 +55,10 @@ async def ws(tmp_path: Path) -> AsyncIterator[Workspace]:
 
 
 async def _queue(
-    ws: Workspace, container: Container, budget: Budget, gate: ErrorGate | None = None
+    ws: Workspace,
+    container: Callable[[httpx.Request], Any],
+    budget: Budget,
+    gate: ErrorGate | None = None,
 ) -> RolloutQueue:
     run = await ws.create_run(RunConfig(containers=["http://c"]))
     http = httpx.AsyncClient(transport=httpx.MockTransport(container))
@@ -199,3 +203,33 @@ async def test_prebooked_calls_hold_the_budget_before_the_first_await(ws: Worksp
     assert set(results) == {"s2", "s3", "s4", "s5"}
     assert budget.paid == 4 and budget.booked == 0  # s2 was cached: one booking released
     assert sum(container.calls.values()) == 4
+
+
+async def test_background_rollouts_wait_behind_the_searchs_own(ws: Workspace) -> None:
+    # The baseline's holdout runs in the background: a gate asked meanwhile is sent next,
+    # not after every holdout rollout already queued.
+    release, order = asyncio.Event(), []
+
+    async def container(request: httpx.Request) -> httpx.Response:
+        seed = __import__("json").loads(request.content)["seed"]
+        order.append(seed)
+        await release.wait()
+        return httpx.Response(200, json={"reward": 1.0})
+
+    budget = Budget(max_calls=100)
+    async with await _queue(ws, container, budget) as queue:
+        holdout = [f"s{i}" for i in range(12)]
+        background = asyncio.create_task(
+            queue.evaluate("base", CANDIDATE, holdout, final=True, background=True)
+        )
+        while len(order) < 3:  # the three workers hold three holdout rollouts
+            await asyncio.sleep(0.01)
+        gate = asyncio.create_task(
+            queue.evaluate("child", {"system_prompt": "child"}, ["s12", "s13", "s14"])
+        )
+        await asyncio.sleep(0.05)
+        release.set()
+        await asyncio.gather(background, gate)
+    assert order[:3] == ["s0", "s1", "s2"]
+    assert order[3:6] == ["s12", "s13", "s14"]  # before s3..s11, queued earlier
+    assert order[6:] == [f"s{i}" for i in range(3, 12)]
