@@ -326,24 +326,8 @@ class RolloutQueue:
             self._budget.release(prebooked - len(fresh))
         results = {**aside, **await self._reuse(candidate_id, seeds, keys, hits)}
         if fresh:
-            batch = next(self._batches)
-            loop = asyncio.get_running_loop()
-            futures: dict[str, asyncio.Future[RolloutRecord]] = {}
-            for index, seed in enumerate(fresh):
-                future: asyncio.Future[RolloutRecord] = loop.create_future()
-                futures[seed] = future
-                self._inflight[keys[seed]] = future
-                job = _Job(candidate_id, chash, body, seed, keys[seed])
-                self._jobs.put_nowait((background, batch, index, job, future))
-            try:
-                records = await self._wait(list(futures.values()))
-            finally:
-                self._budget.release(sum(1 for f in futures.values() if not f.done()))
-                for seed, future in futures.items():
-                    self._inflight.pop(keys[seed], None)
-                    future.cancel()
-            for seed, record in zip(futures, records, strict=True):
-                results[seed] = SeedResult(seed=seed, record=record, cached=False)
+            jobs = [_Job(candidate_id, chash, body, seed, keys[seed]) for seed in fresh]
+            results.update(await self._send(jobs, background))
             self._gate.check()
         if shared:
             # Paid once by the caller that sent it; here it is a cache hit that arrived late.
@@ -351,6 +335,27 @@ class RolloutQueue:
             for seed, record in zip(shared, records, strict=True):
                 results[seed] = SeedResult(seed=seed, record=record, cached=True)
         return {seed: results[seed] for seed in seeds}
+
+    async def _send(self, jobs: list[_Job], background: bool) -> dict[str, SeedResult]:
+        """Queue ``jobs`` as one batch and wait for them all; booked calls never sent are
+        released (a cancelled caller)."""
+        batch, loop = next(self._batches), asyncio.get_running_loop()
+        futures: dict[str, asyncio.Future[RolloutRecord]] = {}
+        for index, job in enumerate(jobs):
+            future: asyncio.Future[RolloutRecord] = loop.create_future()
+            futures[job.seed] = self._inflight[job.key] = future
+            self._jobs.put_nowait((background, batch, index, job, future))
+        try:
+            records = await self._wait(list(futures.values()))
+        finally:
+            self._budget.release(sum(1 for f in futures.values() if not f.done()))
+            for job in jobs:
+                self._inflight.pop(job.key, None)
+                futures[job.seed].cancel()
+        return {
+            seed: SeedResult(seed=seed, record=record, cached=False)
+            for seed, record in zip(futures, records, strict=True)
+        }
 
     def _set_aside(
         self, candidate_id: str, chash: str, seeds: Sequence[str], keys: Mapping[str, str]
