@@ -43,6 +43,39 @@ async def _events(root: Path) -> list[Any]:
         return list(await ws.events_since(run.run_id, 0, 100000))
 
 
+def _optimize(
+    container: str, reflection_url: str, root: Path, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """``optimize run`` (a real process) on ``container`` with the fake reflection model."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "optimizer.cli",
+            "optimize",
+            "run",
+            "--container",
+            container,
+            "--reflection-model",
+            "fake-reflection",
+            "--reflection-base-url",
+            reflection_url,
+            "--proposer-mode",
+            "text",
+            "--max-metric-calls",
+            "150",
+            "--workspace",
+            str(root),
+            "--quiet",
+            *flags,
+        ],  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_a_minute_long_style_rate_limit_is_waited_out_and_announced(
     tmp_path: Path, reflection_url: str
 ) -> None:
@@ -51,38 +84,10 @@ def test_a_minute_long_style_rate_limit_is_waited_out_and_announced(
         container,
     ):
         started = time.monotonic()
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "optimizer.cli",
-                "optimize",
-                "run",
-                "--container",
-                container.url,
-                "--reflection-model",
-                "fake-reflection",
-                "--reflection-base-url",
-                reflection_url,
-                "--proposer-mode",
-                "text",
-                "--max-metric-calls",
-                "150",
-                "--max-retries",
-                "2",
-                "--concurrency",
-                "8",
-                "--use-merge",
-                "false",
-                "--workspace",
-                str(root),
-                "--quiet",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = _optimize(
+            container.url, reflection_url, root,
+            "--max-retries", "2", "--concurrency", "8", "--use-merge", "false",
+        )  # fmt: skip
         elapsed = time.monotonic() - started
         stats = container.stats()
     assert done.returncode == 0, done.stdout + done.stderr
@@ -115,35 +120,8 @@ def test_a_run_stops_waiting_after_its_rate_limit_wait(tmp_path: Path, reflectio
     root = tmp_path / "ws"
     with replicas(1, capacity=64, latency=0.01, retry_after=1, limited_for=120.0) as (container,):
         started = time.monotonic()
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "optimizer.cli",
-                "optimize",
-                "run",
-                "--container",
-                container.url,
-                "--reflection-model",
-                "fake-reflection",
-                "--reflection-base-url",
-                reflection_url,
-                "--proposer-mode",
-                "text",
-                "--max-metric-calls",
-                "150",
-                "--rate-limit-wait",
-                "3",
-                "--concurrency",
-                "4",
-                "--workspace",
-                str(root),
-                "--quiet",
-            ],  # fmt: skip
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
+        done = _optimize(
+            container.url, reflection_url, root, "--rate-limit-wait", "3", "--concurrency", "4"
         )
         elapsed = time.monotonic() - started
     assert done.returncode != 0, done.stdout + done.stderr
