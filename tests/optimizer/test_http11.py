@@ -19,6 +19,7 @@ import pytest
 
 from optimizer.runtime.http11 import PlainHTTPTransport
 from optimizer.testing import free_port, thread_server
+from tests.fakes.asgi import read_body
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -30,12 +31,7 @@ class App:
         self.seen: list[tuple[str, int, bytes]] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         path = scope["path"]
         self.seen.append((path, scope["client"][1], body))
         headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]

@@ -21,6 +21,7 @@ from optimizer.runtime.events import EventSink
 from optimizer.runtime.lanes import LaneTransport, lane_extensions
 from optimizer.testing import free_port, thread_server
 from schemas import RolloutRequest, RunConfig
+from tests.fakes.asgi import clear_proxies, read_body
 from workspace import Workspace
 
 PROGRAM = {
@@ -39,12 +40,7 @@ class Recorder:
         self.seen: list[dict[str, Any]] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         path = scope["path"]
         headers = dict(scope["headers"])
         seed = json.loads(body)["seed"] if body else None
@@ -84,15 +80,7 @@ def server() -> Iterator[tuple[str, Recorder]]:
 
 @pytest.fixture(autouse=True)
 def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
+    clear_proxies(monkeypatch)
 
 
 async def test_plain_http_requests_reuse_one_kept_alive_connection(

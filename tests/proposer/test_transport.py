@@ -15,6 +15,7 @@ from optimizer.testing import thread_server
 from proposer import ModelClient, ProposerConfig
 from schemas import ProposerError, UserError
 from schemas.chat_http import _tls, retry_delay, should_retry
+from tests.fakes.asgi import clear_proxies
 from tests.proposer.fakes import completion, config, scripted
 from tests.proposer.test_providers import KEY, Recorder, _clean
 
@@ -116,15 +117,7 @@ async def test_an_azure_error_is_mapped_and_its_echoed_key_masked(monkeypatch) -
 
 
 def test_only_a_local_plain_http_server_skips_the_ca_bundle(monkeypatch) -> None:
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
+    clear_proxies(monkeypatch)
     local = _tls("http://127.0.0.1:8013/v1/chat/completions")
     assert isinstance(local, ssl.SSLContext) and local.verify_mode == ssl.CERT_REQUIRED
     assert local.cert_store_stats()["x509_ca"] == 0
