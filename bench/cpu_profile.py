@@ -55,7 +55,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
-PACKAGES = ("schemas", "container", "workspace", "proposer", "optimizer")
 
 
 def _cpu(cmd: Sequence[str], env: dict[str, str]) -> float:
@@ -314,9 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import race  # the arena and the measured process, as the race has them
 
     if not args.no_compile:
-        subprocess.run(
-            [PYTHON, "-m", "compileall", "-q", *(str(ROOT / p) for p in PACKAGES)], check=True
-        )
+        race.byte_compile()
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     for name, seconds in import_figures(args.repeat).items():
         print(f"{name:28s} {seconds:.3f} s CPU (median of {args.repeat})")
