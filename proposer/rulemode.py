@@ -5,9 +5,12 @@ into generic advice that breaks the output format, and each answer takes a minut
 Asked to complete one sentence, ``RULE: If the input is about <what it is about>, the answer
 is <the correct answer>.``, from one failure and its verifier feedback, it writes a precise
 rule in a short request and a short answer: a call takes a quarter of the time. The
-proposer appends the rule to the target component, so every proposal is one targeted edit
-the gate judges on its own; the text grows one rule at a time, and rules that do not help
-are never accepted. A merge keeps the lines of both candidates (no model call).
+proposer appends the rule to the target component, followed by the failing input it was
+written from, labelled with the rule's answer (``Example: "<input>" -> <answer>``): a small
+student follows a rule with one labelled example of it more often than the rule alone (the
+README's main job, design seed 10: lift +0.114 with examples against +0.067 without).
+Every proposal is one targeted edit the gate judges on its own; the text grows one rule at a
+time, and rules that do not help are never accepted. A merge keeps the lines of both candidates (no model call).
 
 The form suits programs whose verifier feedback names the right answer (classifiers,
 extractors, routers). The failure shown is the first of the minibatch, where the search
@@ -60,9 +63,12 @@ def _item(e: Evaluation) -> str:
     return "\n".join(lines)
 
 
-def rule_messages(brief: Brief, rng: random.Random) -> list[dict[str, Any]]:
+def rule_messages(
+    brief: Brief, rng: random.Random, failures: list[Evaluation] | None = None
+) -> list[dict[str, Any]]:
     """The system and user messages of a rule-mode request."""
-    items = "\n".join(_item(e) for e in _failures(brief, rng)) or "(no failure was shown)"
+    failures = _failures(brief, rng) if failures is None else failures
+    items = "\n".join(_item(e) for e in failures) or "(no failure was shown)"
     user = "\n\n".join(
         [
             f"# The program\n{brief.program_description or '(no description given)'}",
@@ -91,7 +97,9 @@ def parse_rule(content: str) -> str | None:
             if line.strip(" \t*-`>#") and not line.strip().startswith("```")
         ]
         text = lines[0] if lines else ""
-    text = text.strip().strip("\"'").strip()
+    text = text.strip()
+    while len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":  # quoted whole
+        text = text[1:-1].strip()
     if not text or _PLACEHOLDER.search(text):
         return None
     if len(text) > _MAX_RULE_CHARS:  # a paragraph: keep its first sentence
@@ -105,8 +113,9 @@ async def run_rules(
     """One rule-mode request: the target component with the new rule appended."""
     target = brief.targets[0]
     current = brief.base.get(target, "")
+    failures = _failures(brief, rng)
     reply = await meter.chat(
-        rule_messages(brief, rng), max_tokens=min(RULE_TOKENS, config.max_tokens)
+        rule_messages(brief, rng, failures), max_tokens=min(RULE_TOKENS, config.max_tokens)
     )
     rule = parse_rule(reply.content)
     if rule is None:
@@ -115,7 +124,22 @@ async def run_rules(
         )
     if " ".join(rule.lower().split()) in " ".join(current.lower().split()):
         raise ProposalRejected("unchanged", f"the instructions already say {rule[:120]!r}")
-    return {target: f"{current.rstrip()}\n{rule}"}, f"added the rule: {rule}"
+    example = _example(rule, failures)
+    added = f"{rule}\n{example}" if example else rule
+    return {target: f"{current.rstrip()}\n{added}"}, f"added the rule: {rule}"
+
+
+_ANSWER = re.compile(r"the answer is\s+[\"'`]?([^\s\"'`]+?)[\"'`]?[.!]?\s*$", re.I)
+
+
+def _example(rule: str, shown: list[Evaluation]) -> str | None:
+    """The failing input the rule was written from, labelled with the rule's answer; ``None``
+    when the rule names no single answer (``... the answer is X.``) or no failure was shown."""
+    found = _ANSWER.search(rule)
+    if not found or not shown:
+        return None
+    text = truncate(" ".join(task_input(shown[0]).split()), 200, "input")
+    return f'Example: "{text}" -> {found.group(1)}'
 
 
 def merge_rules(brief: Brief) -> tuple[dict[str, str], str]:

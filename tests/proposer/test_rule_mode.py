@@ -25,7 +25,7 @@ async def test_the_rule_is_appended_to_the_text_from_a_short_request(api) -> Non
     request = banking_request(evaluations=banking_evaluations(n_failures=6, n_successes=2))
     proposal = await make_proposer(mode="rule").propose(request)
     assert proposal.mode == "rule"
-    assert proposal.components == {"system_prompt": f"{PARENT_PROMPT}\n{RULE}"}
+    assert proposal.components == {"system_prompt": f"{PARENT_PROMPT}\n{RULE}"}  # no answer named
     assert RULE in proposal.rationale and "+" + RULE in proposal.diff
     sent = script.requests[0]
     user = sent["messages"][-1]["content"]
@@ -41,6 +41,24 @@ async def test_the_rule_is_appended_to_the_text_from_a_short_request(api) -> Non
     assert "Feedback: predicted card_arrival, expected card_delivery_estimate" in user
     assert PARENT_PROMPT not in user  # the text is not shown: small models copy it back
     assert "What is today's euro exchange rate?" not in user  # successes are not shown
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "If the input is about when an ordered card arrives, the answer is card_delivery_estimate.",
+        "If the input is about when an ordered card arrives, the answer is 'card_delivery_estimate'",
+    ],
+)
+async def test_the_rule_comes_with_the_failing_input_labelled_with_its_answer(api, rule) -> None:
+    scripted(api, completion(f"RULE: {rule}"))
+    request = banking_request(evaluations=banking_evaluations(n_failures=3, n_successes=1))
+    proposal = await make_proposer(mode="rule").propose(request)
+    # The input shown is the one the example quotes, labelled with the answer the rule names.
+    example = (
+        'Example: "How long does it take for a new card to get here?" -> card_delivery_estimate'
+    )
+    assert proposal.components == {"system_prompt": f"{PARENT_PROMPT}\n{rule}\n{example}"}
 
 
 @pytest.mark.parametrize(
