@@ -81,6 +81,7 @@ class RaceConfig:
     verbose: bool
     run_id: str
     out: Path
+    run_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,59 @@ def first_user_message(trace: Any) -> str | None:
     return None
 
 
+class RunClock:
+    """Search time and timeline that survive a stopped run, for ``--run-dir``.
+
+    gepa saves its state in ``run_dir`` after every iteration and resumes from it; this keeps
+    the seconds already spent and the timeline beside that state (``race_clock.json``), so a
+    run stopped and resumed reports its whole wall time, not only the last process's. The time
+    of the iteration in progress when a run is stopped is lost, and gepa redoes that iteration.
+    """
+
+    FILE = "race_clock.json"
+
+    def __init__(self, run_dir: Path | None) -> None:
+        self._path = run_dir / self.FILE if run_dir else None
+        saved: dict[str, Any] = {}
+        if self._path and self._path.exists():
+            try:
+                saved = json.loads(self._path.read_text())
+            except ValueError as exc:
+                raise RaceError(
+                    f"{self._path} is not JSON ({exc}); delete it to start over"
+                ) from exc
+        self.earlier_s = float(saved.get("elapsed_s", 0.0))
+        self.earlier_posts = int(saved.get("container_calls", 0))
+        self.sessions = int(saved.get("sessions", 0)) + 1
+        self.timeline = [(float(t), float(m)) for t, m in saved.get("timeline", [])]
+        self.best_timeline = [(float(t), float(m)) for t, m in saved.get("best_timeline", [])]
+        self.t0 = time.perf_counter() - self.earlier_s
+
+    def now(self) -> float:
+        """Seconds since the first session started, earlier sessions included."""
+        return time.perf_counter() - self.t0
+
+    def save(self, posts: int) -> None:
+        """Write elapsed time, container calls (``posts`` in this session) and timeline next
+        to gepa's state (atomically)."""
+        if self._path is None:
+            return
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._path.with_suffix(".tmp")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "elapsed_s": round(self.now(), 3),
+                    "sessions": self.sessions,
+                    "container_calls": self.earlier_posts + posts,
+                    "timeline": [[round(t, 3), m] for t, m in self.timeline],
+                    "best_timeline": [[round(t, 3), m] for t, m in self.best_timeline],
+                }
+            )
+        )
+        tmp.replace(self._path)
+
+
 class ContainerAdapter:
     """gepa's ``GEPAAdapter`` over a gepa-container/1 endpoint; data instances are seed names.
 
@@ -175,20 +229,20 @@ class ContainerAdapter:
         client: httpx.Client,
         pool: ThreadPoolExecutor,
         valset: Sequence[str],
-        t0: float,
+        clock: RunClock,
     ) -> None:
         self._cfg = cfg
         self._client = client
         self._pool = pool
         self._valset = frozenset(valset)
-        self._t0 = t0
+        self._clock = clock
         self._lock = threading.Lock()
         self._retry = Retry()
         self.posts = 0
         self.rollouts = 0
         self.searching = True
-        self.timeline: list[tuple[float, float]] = []
-        self.best_timeline: list[tuple[float, float]] = []
+        self.timeline = clock.timeline
+        self.best_timeline = clock.best_timeline
         if not cfg.batch_evaluate:
             # gepa looks the hook up with getattr; shadowing it with None selects its fallback.
             self.batch_evaluate = None  # type: ignore[assignment]
@@ -268,10 +322,12 @@ class ContainerAdapter:
             )
             if self.searching and len(batch) == len(self._valset) and set(batch) == self._valset:
                 self._record_full_eval(sum(scores) / len(scores))
+        if self.searching:
+            self._clock.save(self.posts)
         return batches
 
     def _record_full_eval(self, mean: float) -> None:
-        t = time.perf_counter() - self._t0
+        t = self._clock.now()
         self.timeline.append((t, mean))
         best = max(mean, self.best_timeline[-1][1]) if self.best_timeline else mean
         self.best_timeline.append((t, best))
@@ -412,8 +468,10 @@ def run(cfg: RaceConfig) -> dict[str, Any]:
         httpx.Client(headers=headers) as llm_client,
         ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix="rollout") as pool,
     ):
-        # started_at (epoch) lets a caller put the timeline on its own clock.
-        started_at, t0 = time.time(), time.perf_counter()
+        # started_at (epoch) lets a caller put the timeline on its own clock; a resumed run's
+        # clock starts earlier_s before it, when the first session started.
+        clock = RunClock(cfg.run_dir)
+        started_at = time.time()
         program = request_json(client, "GET", f"{cfg.container}/program", Retry(), timeout=30)
         try:
             train = list(program["seeds"]["train"])
@@ -428,7 +486,7 @@ def run(cfg: RaceConfig) -> dict[str, Any]:
                 f"program {program.get('program_id')!r} has no train seeds or no components"
             )
 
-        adapter = ContainerAdapter(cfg, client, pool, valset=train, t0=t0)
+        adapter = ContainerAdapter(cfg, client, pool, valset=train, clock=clock)
         reflection = ReflectionLM(cfg, llm_client)
         extra = (
             {"sampling_strategy": PxNSampling(*cfg.pxn)} if cfg.mode == "pxn" and cfg.pxn else {}
@@ -443,10 +501,12 @@ def run(cfg: RaceConfig) -> dict[str, Any]:
             seed=cfg.seed,
             reflection_minibatch_size=cfg.minibatch_size,
             logger=GepaLog(cfg.verbose),
+            run_dir=str(cfg.run_dir) if cfg.run_dir else None,
             **extra,
         )
-        search_s = time.perf_counter() - t0
+        search_s = clock.now()
         adapter.searching = False
+        clock.save(adapter.posts)
 
         best = dict(result.best_candidate)
         posts_before_holdout = adapter.posts
@@ -458,7 +518,7 @@ def run(cfg: RaceConfig) -> dict[str, Any]:
             evals = adapter.evaluate_pairs(pairs, capture_traces=False)
             holdout_baseline = _mean(evals[0].scores)
             holdout_best = _mean(evals[-1].scores)
-        wall_s = time.perf_counter() - t0
+        wall_s = clock.now()
 
     scores = result.val_aggregate_scores
     return {
@@ -472,10 +532,14 @@ def run(cfg: RaceConfig) -> dict[str, Any]:
         "minibatch_size": cfg.minibatch_size,
         "batch_evaluate": cfg.batch_evaluate,
         "started_at": started_at,
+        "earlier_s": round(clock.earlier_s, 3),
+        "sessions": clock.sessions,
         "wall_s": round(wall_s, 3),
         "search_s": round(search_s, 3),
-        "container_calls_made": adapter.posts,
-        "container_retries": adapter.posts - adapter.rollouts,
+        # a resumed run: earlier sessions' calls included (gepa evaluates the seed candidate on
+        # the valset again each time it starts, before it loads its saved state)
+        "container_calls_made": clock.earlier_posts + adapter.posts,
+        "container_retries": adapter.posts - adapter.rollouts,  # this session's
         "holdout_calls": adapter.posts - posts_before_holdout,
         "metric_calls": result.total_metric_calls,
         "full_val_evals": result.num_full_val_evals,
@@ -513,6 +577,7 @@ def summary_line(record: Mapping[str, Any], out: Path) -> str:
         f" | candidates {r['candidates']}"
         f" | train {_fmt(r['train_baseline'])} -> {_fmt(r['train_best'])}"
         f" | holdout {_fmt(r['holdout_baseline'])} -> {_fmt(r['holdout_best'])} | {out}"
+        + (f" | resumed: {r['sessions']} sessions" if r.get("sessions", 1) > 1 else "")
     )
 
 
@@ -540,6 +605,12 @@ def parse_args(argv: Sequence[str] | None = None) -> RaceConfig:
     p.add_argument("--verbose", action="store_true", help="gepa's log to stderr")
     p.add_argument("--run-id", help="run_id sent with every rollout (default: generated)")
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument(
+        "--run-dir",
+        type=Path,
+        help="gepa's run_dir: its state is saved there after every iteration, and a run started"
+        " again with the same folder resumes where it stopped (wall time included)",
+    )
     a = p.parse_args(argv)
     pxn: tuple[int, int] | None = None
     if a.mode == "pxn":
@@ -569,6 +640,7 @@ def parse_args(argv: Sequence[str] | None = None) -> RaceConfig:
         verbose=a.verbose,
         run_id=a.run_id or f"gepa-ai-{a.mode}-s{a.seed}-{uuid.uuid4().hex[:8]}",
         out=a.out,
+        run_dir=a.run_dir,
     )
 
 
