@@ -22,7 +22,7 @@ import pytest
 
 from optimizer.service.manager import RunConflict, RunManager
 from optimizer.testing import reflection_app, thread_server
-from tests.fakes.servers import ROOT, rollout_calls, toy_container
+from tests.fakes.servers import ROOT, fake_reflection_flags, rollout_calls, toy_container
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -46,9 +46,8 @@ def reflection_url() -> Any:
 
 def _run_flags(url: str, reflection: str, root: Path) -> list[str]:
     return [
-        "optimize", "run", "--container", url, "--reflection-model", "fake-reflection",
-        "--reflection-base-url", reflection, "--proposer-mode", "text",
-        "--max-metric-calls", "400", "--seed", "3", "--use-merge", "false",
+        "optimize", "run", "--container", url, *fake_reflection_flags(reflection, 400),
+        "--seed", "3", "--use-merge", "false",
         "--max-idle-iterations", "6", "--retry-base-delay", "0.01",
         "--workspace", str(root), "--quiet",
     ]  # fmt: skip

@@ -23,7 +23,7 @@ import pytest
 from optimizer.testing import reflection_app, thread_server
 from tests.conformance import node
 from tests.fakes.otlp_receiver import create_app as otlp_app
-from tests.fakes.servers import FAKES, ROOT
+from tests.fakes.servers import FAKES, ROOT, fake_reflection_flags
 from tests.fakes.student_server import create_app as student_app
 
 pytestmark = pytest.mark.e2e
@@ -38,14 +38,7 @@ def _optimize(container: str, reflection: str, workspace: Path) -> subprocess.Co
         "run",
         "--container",
         container,
-        "--reflection-model",
-        "fake-reflection",
-        "--reflection-base-url",
-        reflection,
-        "--proposer-mode",
-        "text",
-        "--max-metric-calls",
-        "400",
+        *fake_reflection_flags(reflection, 400),
         "--seed",
         "3",
         "--use-merge",

@@ -21,7 +21,7 @@ from optimizer.searches import run_optimization
 from optimizer.testing import reflection_app, thread_server
 from schemas import RunConfig
 from tests.fakes.flaky_proxy import FlakyProxy
-from tests.fakes.servers import ROOT, rollout_calls, toy_container
+from tests.fakes.servers import ROOT, fake_reflection_flags, rollout_calls, toy_container
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -170,9 +170,7 @@ def test_create_then_run_pays_no_rollout_twice(tmp_path: Path, reflection_url: s
     log, root = tmp_path / "calls.log", tmp_path / "ws"
     with toy_container(log) as url:
         flags = [
-            "--container", url, "--reflection-model", "fake-reflection",
-            "--reflection-base-url", reflection_url, "--proposer-mode", "text",
-            "--max-metric-calls", "400", "--seed", "3", "--use-merge", "false",
+            "--container", url, *fake_reflection_flags(reflection_url, 400), "--seed", "3", "--use-merge", "false",
             "--max-idle-iterations", "6", "--workspace", str(root),
         ]  # fmt: skip
         gepa = [sys.executable, "-m", "optimizer.cli", "optimize"]
@@ -236,14 +234,7 @@ def test_sigkill_mid_search_then_resume_repeats_no_committed_rollout(
             "run",
             "--container",
             url,
-            "--reflection-model",
-            "fake-reflection",
-            "--reflection-base-url",
-            reflection_url,
-            "--proposer-mode",
-            "text",
-            "--max-metric-calls",
-            "400",
+            *fake_reflection_flags(reflection_url, 400),
             "--seed",
             "3",
             "--use-merge",

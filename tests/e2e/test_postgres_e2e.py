@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from optimizer.testing import reflection_app, thread_server
-from tests.fakes.servers import FAKES, ROOT, rollout_calls, toy_container
+from tests.fakes.servers import FAKES, ROOT, fake_reflection_flags, rollout_calls, toy_container
 from tests.service.processes import serve_process
 from workspace import Workspace
 
@@ -60,9 +60,8 @@ def _other_host(name: str) -> list[str]:
 
 def _flags(container: str, reflection: str, store: str, budget: int = 400) -> list[str]:
     return [
-        "optimize", "run", "--container", container, "--reflection-model", "fake-reflection",
-        "--reflection-base-url", reflection, "--proposer-mode", "text",
-        "--max-metric-calls", str(budget), "--seed", "3", "--use-merge", "false",
+        "optimize", "run", "--container", container, *fake_reflection_flags(reflection, budget),
+        "--seed", "3", "--use-merge", "false",
         "--max-idle-iterations", "6", "--retry-base-delay", "0.01", "--concurrency", "4",
         "--workspace", store, "--quiet",
     ]  # fmt: skip
@@ -304,14 +303,7 @@ def test_a_module_run_created_on_one_host_runs_on_another(
             str(data / "toy_data.jsonl"),
             "--splits-file",
             str(data / "toy_splits.json"),
-            "--reflection-model",
-            "fake-reflection",
-            "--reflection-base-url",
-            reflection_url,
-            "--proposer-mode",
-            "text",
-            "--max-metric-calls",
-            "60",
+            *fake_reflection_flags(reflection_url, 60),
             "--seed",
             "3",
             "--workspace",

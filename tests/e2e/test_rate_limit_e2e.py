@@ -23,7 +23,7 @@ import pytest
 
 from optimizer.testing import reflection_app, thread_server
 from tests.fakes.replicas import replicas
-from tests.fakes.servers import ROOT
+from tests.fakes.servers import ROOT, fake_reflection_flags
 from workspace import Workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -56,14 +56,7 @@ def _optimize(
             "run",
             "--container",
             container,
-            "--reflection-model",
-            "fake-reflection",
-            "--reflection-base-url",
-            reflection_url,
-            "--proposer-mode",
-            "text",
-            "--max-metric-calls",
-            "150",
+            *fake_reflection_flags(reflection_url, 150),
             "--workspace",
             str(root),
             "--quiet",

@@ -21,6 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 FAKES = Path(__file__).resolve().parent
 
 
+def fake_reflection_flags(reflection: str, budget: int) -> list[str]:
+    """``optimize run``/``create`` flags for a text-mode search of ``budget`` container calls
+    against the scripted reflection model at ``reflection`` (the ``reflection_url`` fixture)."""
+    return [
+        "--reflection-model", "fake-reflection", "--reflection-base-url", reflection,
+        "--proposer-mode", "text", "--max-metric-calls", str(budget),
+    ]  # fmt: skip
+
+
 @contextlib.contextmanager
 def toy_container(
     log: Path,
