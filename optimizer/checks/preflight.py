@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from container import load_dataset, load_splits, load_target, load_verifier
 from optimizer.checks.findings import Finding, render_findings
-from optimizer.checks.sample_rollouts import findings_of, sample_rollouts
+from optimizer.checks.sample_rollouts import SAMPLE_ROLLOUTS, findings_of, sample_rollouts
 from optimizer.mipro import load_optuna, surface_for
 from optimizer.runtime.budget import resolve_metric_calls
 from optimizer.runtime.embedded import EmbeddedContainer, module_spec
@@ -36,7 +36,6 @@ from schemas import PROTOCOL, Health, Program, RolloutRecord, RunConfig, UserErr
 __all__ = ["SAMPLE_ROLLOUTS", "Finding", "preflight", "preflight_for_run", "render_findings"]
 
 T = TypeVar("T")
-SAMPLE_ROLLOUTS = 2
 
 
 class _Checker:

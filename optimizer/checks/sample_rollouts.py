@@ -43,9 +43,17 @@ from schemas import (
     policy_key,
 )
 
-__all__ = ["SampleOutcome", "findings_of", "sample_findings", "sample_rollouts", "sample_seeds"]
+__all__ = [
+    "SAMPLE_ROLLOUTS",
+    "SampleOutcome",
+    "findings_of",
+    "sample_findings",
+    "sample_rollouts",
+    "sample_seeds",
+]
 
 DRY_RUN_ID = "dry-run"
+SAMPLE_ROLLOUTS = 2  # the default of --sample-rollouts (optimize create and dry-run)
 CHECK_RATE_LIMIT_WAIT_S = 10.0  # long enough for a burst's Retry-After, short for a check
 UNAVAILABLE = frozenset({None, 408, 425, 429, 502, 503, 504})  # None: timeout, lost connection
 Verdict = Literal["scored", "refused", "crashed", "unscorable", "unavailable", "rate_limited"]

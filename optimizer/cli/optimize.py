@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
-from optimizer.checks.create_check import check_before_create, planned_run_id, store_samples
-from optimizer.checks.preflight import SAMPLE_ROLLOUTS, preflight, render_findings
+from optimizer.checks.sample_rollouts import SAMPLE_ROLLOUTS
 from optimizer.cli.flags import (
     add_config_flags,
     add_workspace_flag,
@@ -160,6 +159,9 @@ def _server_from_env(args: argparse.Namespace) -> None:
 
 
 def _create(args: argparse.Namespace) -> int:
+    # the checks (and the container SDK they load) only for the commands that use them
+    from optimizer.checks.create_check import check_before_create, planned_run_id
+
     _server_from_env(args)
     config = _new_config(args)
     # A local run's check sends its samples as the run will and keeps them for it.
@@ -200,6 +202,8 @@ async def _local_create(
     imports: bool,
     samples: list[RolloutRecord],
 ) -> str:
+    from optimizer.checks.create_check import store_samples
+
     async with Workspace(root) as ws:
         record = await create_with_inputs(ws, config, run_id, target_defaults=imports)
         await store_samples(ws, config, samples)
@@ -215,6 +219,8 @@ async def _remote_create(args: argparse.Namespace, config: RunConfig) -> dict[st
 
 
 def _dry_run(args: argparse.Namespace) -> int:
+    from optimizer.checks.preflight import preflight, render_findings
+
     async def check() -> tuple[str, RunConfig]:
         if args.run_id is None:
             return "the flags", _new_config(args)

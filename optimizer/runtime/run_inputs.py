@@ -17,7 +17,6 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from container import load_target
 from schemas import RunConfig, RunRecord, UserError
 from workspace import Workspace
 from workspace.runfolder import check_run_id
@@ -37,6 +36,8 @@ def _defaults_of_target(config: RunConfig) -> dict[str, str]:
     """The dataset and verifier files the target declares, for fields the flags left unset."""
     if config.dataset is not None and config.verifier is not None:
         return {}
+    from container import load_target  # the SDK only for a --module run, not a --container one
+
     spec = f"{config.module}:{config.target}" if config.target else str(config.module)
     target = load_target(spec)
     found = {"dataset": target.dataset, "verifier": target.verifier}
