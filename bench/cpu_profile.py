@@ -19,7 +19,7 @@ Prints, for the code on ``sys.path`` (the checkout, or ``PYTHONPATH=<another tre
 /rollout`` against ``bench/noop_container.py`` (a real uvicorn server in its own process),
 ``--http-n`` requests by ``--http-concurrency`` workers over the same httpx client, through
 httpx's own transport (httpcore, one pool per worker, as before) and through
-``optimizer.runtime.http11.PlainHTTPTransport`` (what plain-HTTP containers get now).
+``schemas.http11.PlainHTTPTransport`` (what plain-HTTP containers get now).
 
 Our packages are byte-compiled first (``compileall``, as ``pip install`` does for a wheel):
 with ``PYTHONDONTWRITEBYTECODE`` set, as on some machines, a checkout's modules are otherwise
@@ -159,7 +159,7 @@ def http_figures(n: int, concurrency: int, rounds: int, latency: float = 0.01) -
     import httpx
     from dispatch_bench import noop_container
 
-    from optimizer.runtime.http11 import PlainHTTPTransport
+    from schemas.http11 import PlainHTTPTransport
 
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     transports = {

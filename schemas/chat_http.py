@@ -12,7 +12,10 @@ minutes; a longer wait is not retried) or else 0.5 s doubling up to 8 s, less up
 of jitter. The answer is the completion's JSON object, as sent. A server on this machine
 reached over plain ``http://`` without a proxy (llama.cpp, vLLM, Ollama, a test server) needs
 no TLS: its client trusts no certificate instead of loading the CA bundle (about 20 ms of
-CPU), so a redirect from there to ``https://`` fails rather than go unverified.
+CPU), so a redirect from there to ``https://`` fails rather than go unverified. It is also
+reached through :class:`schemas.http11.PlainHTTPTransport`, as the container client reaches a
+plain-HTTP container, so a run against a local model never loads httpcore (about 30 ms of
+CPU).
 
 Errors, shaped as the ``openai`` package's so the caller maps them the same way::
 
@@ -39,6 +42,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from schemas.http11 import PlainHTTPTransport
 from schemas.routing import is_local_url
 
 __all__ = [
@@ -163,12 +167,7 @@ class HttpChatCompletions:
                 headers[header] = env[variable]
         self._headers = {**headers, **(default_headers or {})}
         self._owned = http_client is None
-        self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout),
-            limits=_LIMITS,
-            follow_redirects=True,
-            verify=_tls(self.url),
-        )
+        self._http = http_client or _client(self.url, timeout)
         self._rng = rng or random.Random()
 
     async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -201,6 +200,27 @@ class HttpChatCompletions:
         """Close the connections (an injected ``http_client`` is its owner's to close)."""
         if self._owned:
             await self._http.aclose()
+
+
+def _client(url: str, timeout: float) -> httpx.AsyncClient:
+    """httpx's client for ``url``; a local plain-HTTP one over our transport (the module
+    docstring), which hands anything but ``http://`` to httpx's, trusting no certificate."""
+    verify = _tls(url)
+    transport = (
+        PlainHTTPTransport(
+            limits=_LIMITS,
+            fallback=lambda: httpx.AsyncHTTPTransport(verify=verify, limits=_LIMITS),
+        )
+        if isinstance(verify, ssl.SSLContext)
+        else None
+    )
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout),
+        limits=_LIMITS,
+        follow_redirects=True,
+        verify=verify,
+        transport=transport,
+    )
 
 
 def _tls(url: str) -> ssl.SSLContext | bool:

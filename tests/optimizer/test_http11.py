@@ -1,4 +1,4 @@
-"""The plain-HTTP transport (optimizer/runtime/http11.py) against real servers on 127.0.0.1.
+"""The plain-HTTP transport (schemas/http11.py) against real servers on 127.0.0.1.
 
 A uvicorn server for what real containers answer (lengths, chunked streams, gzip, HEAD, 204,
 ``Connection: close``), and a scripted asyncio server for what they should not (a dropped
@@ -11,15 +11,18 @@ import asyncio
 import contextlib
 import gzip
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from optimizer.runtime.http11 import PlainHTTPTransport
 from optimizer.testing import free_port, thread_server
+from schemas.http11 import PlainHTTPTransport
 from tests.fakes.asgi import read_body
+from tests.fakes.servers import ROOT
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -309,3 +312,42 @@ async def test_other_schemes_go_to_the_fallback_transport() -> None:
     async with httpx.AsyncClient(transport=transport) as http:
         assert (await http.get("https://tls.test/health")).text == "tls"
     assert seen == ["https://tls.test/health"]
+
+
+_CHAT = """
+import asyncio, sys
+from schemas.chat_http import HttpChatCompletions
+
+async def main() -> None:
+    chat = HttpChatCompletions(base_url=sys.argv[1], api_key=None, timeout=10, max_retries=0)
+    answer = await chat.create({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    await chat.aclose()
+    print(answer["choices"][0]["message"]["content"], "httpcore" in sys.modules)
+
+asyncio.run(main())
+"""
+
+
+def test_the_chat_client_reaches_a_local_model_without_loading_httpcore() -> None:
+    """A reflection model on this machine is reached over this transport, as a plain-HTTP
+    container is: a fresh process that asks it for a completion never imports httpcore."""
+    seen: list[str] = []
+
+    async def model(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(json.loads(await read_body(receive))["messages"][0]["content"])
+        content = json.dumps({"choices": [{"message": {"role": "assistant", "content": "hello"}}]})
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": content.encode()})
+
+    with thread_server(model) as url:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHAT, f"{url}/v1"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["hello", "False"]
+    assert seen == ["hi"]
