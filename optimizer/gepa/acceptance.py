@@ -266,7 +266,7 @@ class Acceptance:
             self.follow_up(candidate_id, against)
         scores = d.state.train.get(candidate_id, {})
         if len(scores) == len(d.state.train_seeds) and min(scores.values(), default=0.0) >= 1.0:
-            self._ctx.halt(f"{candidate_id} scores full marks on every train seed")
+            self._ctx.halt(f"{candidate_id} scores full marks on every train seed", solved=True)
 
     def follow_up(self, candidate_id: str, parent_id: str) -> None:
         """Queue a sideways child (it fixed seeds and broke as many others: a tie on the mean).

@@ -30,6 +30,7 @@ class SearchContext:
     written: asyncio.Condition = field(default_factory=asyncio.Condition)  # a reflection ended
     stopped: asyncio.Event = field(default_factory=asyncio.Event)  # set with ``stop``
     stop: str | None = None  # why the search ended; the first reason wins
+    solved: bool = False  # a candidate scored full marks on every train seed
 
     @classmethod
     def of(cls, deps: SearchDeps) -> SearchContext:
@@ -45,10 +46,15 @@ class SearchContext:
         """How many proposals are written at once (``--proposals-in-flight``)."""
         return self.deps.config.proposals_in_flight or 1
 
-    def halt(self, reason: str) -> None:
-        """Stop the search (the first reason wins); reflections still pending are dropped."""
+    def halt(self, reason: str, *, solved: bool = False) -> None:
+        """Stop the search (the first reason wins); reflections still pending are dropped.
+
+        ``solved``: a candidate scored full marks on every train seed, so the children still
+        waiting to be accepted are dropped too (none of them can beat it).
+        """
         if self.stop is None:
             self.stop = reason
+        self.solved = self.solved or solved
         self.stopped.set()
 
     async def notify_written(self) -> None:

@@ -76,7 +76,8 @@ class GepaSearch:
         pending = self._acceptance.pending
         try:
             await asyncio.gather(*workers)
-            while pending:  # children still being accepted in the background
+            # children still being accepted in the background, unless nothing can beat the best
+            while pending and not self._ctx.solved:
                 await asyncio.gather(*list(pending))
         finally:
             for task in [*workers, *pending]:

@@ -723,6 +723,26 @@ async def test_a_stack_that_broke_seeds_is_stacked_again_without_the_child_to_bl
     assert train[good] == pytest.approx(2 / len(LABELS))
 
 
+async def test_children_still_waiting_are_dropped_once_the_best_has_full_marks(
+    tmp_path: Path,
+) -> None:
+    # Two proposals on the baseline answer together, each adding the one missing label and
+    # rewording the first line (so they do not stack). The first is gated, accepted and
+    # scores full marks on every train seed: nothing can beat it, so the second, waiting
+    # its turn, is neither rebased nor gated.
+    events = await _on_the_baseline(
+        tmp_path,
+        RuleContainer(program(LABELS[:1])),
+        delays=(0.0, 0.0),
+        conflicting=True,
+    )
+    first, second = [e.data["candidate_id"] for e in events if e.type == "candidate"][:2]
+    stopped = next(e.data for e in events if e.type == "search_stopped")
+    assert stopped["reason"] == f"{first} scores full marks on every train seed"
+    later = [e for e in events if e.type in ("gate", "rebase", "stack")]
+    assert [e.data["candidate_id"] for e in later] == [first]
+
+
 async def test_a_stale_child_that_conflicts_with_the_new_best_is_dropped(tmp_path: Path) -> None:
     # Two proposals on the baseline each word its first line anew; the first is accepted as
     # the new best while the second is still being written. The second's edit conflicts
