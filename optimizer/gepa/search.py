@@ -125,7 +125,7 @@ class GepaSearch:
 
     async def _step(self) -> bool | None:
         """One iteration; True when it produced a new candidate, None when it only waited."""
-        self._d.budget.check_search()
+        self._check_room()
         parent_id: str | None = None
         async with self._ctx.lock:
             self._iteration += 1
@@ -142,6 +142,21 @@ class GepaSearch:
             await self._news()
             return None
         return await self._mutate(iteration, parent_id, minibatch, best_at_start, broken)
+
+    def _check_room(self) -> None:
+        """Raise ``BudgetExhausted`` when the budget left could not score a new child past its
+        gate: its minibatch would take every call left, so the reflection would buy nothing
+        but a gate (with one in flight, the last reflection of a run, about a tenth of its
+        wall on the race's tasks)."""
+        d = self._d
+        d.budget.check_search()
+        room = d.budget.search_room()
+        gate = min(d.config.minibatch_size, len(d.state.train_seeds))
+        if room is not None and room <= gate:
+            raise BudgetExhausted(
+                f"metric-call budget reached: {room} left for search, no more than a new "
+                f"child's gate of {gate} rollouts ({d.budget.paid} paid of {d.budget.max_calls})"
+            )
 
     def _parent(self) -> str | None:
         """A frontier member to propose on (``sample_parent``), one with failures nobody was

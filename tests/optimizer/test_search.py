@@ -246,6 +246,26 @@ async def test_the_last_candidate_is_scored_on_the_train_seeds_the_budget_has_le
     assert result.promoted
 
 
+async def test_no_reflection_is_asked_when_the_budget_left_is_only_a_gate(tmp_path: Path) -> None:
+    # With 82 calls and eight labels, two children are scored on every train seed and the
+    # search has 2 calls left: a third child's minibatch of 2 would take them all, leaving
+    # nothing to score it on train. Its reflection is not asked.
+    labels = [*LABELS, "fox", "gnu"]
+    container, proposer = RuleContainer(program(labels)), ScriptedProposer()
+    events: list[Event] = []
+    result = await _run(
+        tmp_path, container, proposer, events, max_metric_calls=82, proposals_in_flight=1
+    )
+    assert "2 left for search, no more than a new child's gate of 2" in (
+        result.evidence["stop_reason"]
+    )
+    children = [e.data["candidate_id"] for e in events if e.type == "candidate"]
+    trained = {e.data["candidate_id"] for e in events if e.type == "scored"}
+    assert len(proposer.seen) == len(children) == 2
+    assert set(children) <= trained
+    assert result.evidence["rollouts"]["paid"] == 80
+
+
 async def test_a_budget_of_two_completes_and_says_what_it_skipped(tmp_path: Path) -> None:
     container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
     result = await _run(tmp_path, container, proposer, max_metric_calls=2)
