@@ -256,8 +256,9 @@ async def test_no_reflection_is_asked_when_the_budget_left_is_only_a_gate(tmp_pa
     result = await _run(
         tmp_path, container, proposer, events, max_metric_calls=82, proposals_in_flight=1
     )
-    assert "2 left for search, no more than a new child's gate of 2" in (
-        result.evidence["stop_reason"]
+    assert (
+        "2 left for search, no more than a new child's gate of 2"
+        in (result.evidence["stop_reason"])
     )
     children = [e.data["candidate_id"] for e in events if e.type == "candidate"]
     trained = {e.data["candidate_id"] for e in events if e.type == "scored"}
