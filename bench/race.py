@@ -302,7 +302,7 @@ def run_gepa(arena: Arena, mode: str, python: Path, workdir: Path, resume: bool 
     """gepa-ai 0.1.4 through ``bench/race_gepa.py`` in its own venv.
 
     With ``resume``, gepa keeps its state in ``workdir`` and a stopped run picks up from it;
-    the wall time then includes the earlier sessions' search (``race_gepa.RunClock``).
+    the wall time then includes the earlier sessions' search (``race_clock.RunClock``).
     """
     out = workdir / f"gepa-{mode}.json"
     cmd = [

@@ -40,6 +40,7 @@ import httpx
 from gepa import optimize
 from gepa.core.adapter import EvaluationBatch
 from gepa.strategies.proposal_sampling import PxNSampling
+from race_clock import ClockError, RunClock
 
 TOOL = "gepa-ai 0.1.4"
 
@@ -158,59 +159,6 @@ def first_user_message(trace: Any) -> str | None:
                 return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
             return str(content)
     return None
-
-
-class RunClock:
-    """Search time and timeline that survive a stopped run, for ``--run-dir``.
-
-    gepa saves its state in ``run_dir`` after every iteration and resumes from it; this keeps
-    the seconds already spent and the timeline beside that state (``race_clock.json``), so a
-    run stopped and resumed reports its whole wall time, not only the last process's. The time
-    of the iteration in progress when a run is stopped is lost, and gepa redoes that iteration.
-    """
-
-    FILE = "race_clock.json"
-
-    def __init__(self, run_dir: Path | None) -> None:
-        self._path = run_dir / self.FILE if run_dir else None
-        saved: dict[str, Any] = {}
-        if self._path and self._path.exists():
-            try:
-                saved = json.loads(self._path.read_text())
-            except ValueError as exc:
-                raise RaceError(
-                    f"{self._path} is not JSON ({exc}); delete it to start over"
-                ) from exc
-        self.earlier_s = float(saved.get("elapsed_s", 0.0))
-        self.earlier_posts = int(saved.get("container_calls", 0))
-        self.sessions = int(saved.get("sessions", 0)) + 1
-        self.timeline = [(float(t), float(m)) for t, m in saved.get("timeline", [])]
-        self.best_timeline = [(float(t), float(m)) for t, m in saved.get("best_timeline", [])]
-        self.t0 = time.perf_counter() - self.earlier_s
-
-    def now(self) -> float:
-        """Seconds since the first session started, earlier sessions included."""
-        return time.perf_counter() - self.t0
-
-    def save(self, posts: int) -> None:
-        """Write elapsed time, container calls (``posts`` in this session) and timeline next
-        to gepa's state (atomically)."""
-        if self._path is None:
-            return
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps(
-                {
-                    "elapsed_s": round(self.now(), 3),
-                    "sessions": self.sessions,
-                    "container_calls": self.earlier_posts + posts,
-                    "timeline": [[round(t, 3), m] for t, m in self.timeline],
-                    "best_timeline": [[round(t, 3), m] for t, m in self.best_timeline],
-                }
-            )
-        )
-        tmp.replace(self._path)
 
 
 class ContainerAdapter:
@@ -645,11 +593,12 @@ def parse_args(argv: Sequence[str] | None = None) -> RaceConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run, write ``--out``, print the summary; a ``RaceError`` exits 1 with its message."""
+    """Run, write ``--out``, print the summary; a ``RaceError`` or a ``ClockError`` (an
+    unreadable ``race_clock.json``) exits 1 with its message."""
     cfg = parse_args(argv)
     try:
         record = run(cfg)
-    except RaceError as exc:
+    except (RaceError, ClockError) as exc:
         print(f"race_gepa: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
