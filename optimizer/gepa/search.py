@@ -146,12 +146,12 @@ class GepaSearch:
     def _check_room(self) -> None:
         """Raise ``BudgetExhausted`` when the budget left could not score a new child past its
         gate: its minibatch would take every call left, so the reflection would buy nothing
-        but a gate (with one in flight, the last reflection of a run, about a tenth of its
-        wall on the race's tasks)."""
+        but a gate (the last reflection of a run; 4.3 s of a 66 s race run with one in
+        flight)."""
         d = self._d
         d.budget.check_search()
         room = d.budget.search_room()
-        gate = min(d.config.minibatch_size, len(d.state.train_seeds))
+        gate = self._ctx.sampler.size
         if room is not None and room <= gate:
             raise BudgetExhausted(
                 f"metric-call budget reached: {room} left for search, no more than a new "

@@ -27,6 +27,11 @@ class MinibatchSampler:
         self._skip = skip
         self._order: list[str] = []
 
+    @property
+    def size(self) -> int:
+        """Seeds per minibatch: ``size`` capped by the train split."""
+        return self._size
+
     def next(self) -> list[str]:
         """The next minibatch of ``size`` distinct seeds (fewer when too few are left)."""
         self._order = [s for s in self._order if s not in self._skip]
