@@ -55,11 +55,13 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -129,18 +131,47 @@ def byte_compile() -> None:
     )
 
 
+def _peak_rss_mb(pid: int) -> float | None:
+    """A live process's peak resident set (``VmHWM``) in MiB; None once it has exited."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+    return int(found.group(1)) / 1024 if found else None
+
+
 def _measured(cmd: Sequence[str], env: dict[str, str]) -> Finished:
-    """Run ``cmd`` to the end; its own CPU time and peak RSS come from ``os.wait4``."""
+    """Run ``cmd`` to the end; its own CPU time comes from ``os.wait4``, its peak RSS from
+    ``/proc/<pid>/status`` read every 50 ms while it runs.
+
+    ``ru_maxrss`` from ``os.wait4`` is no good for the RSS: Linux starts a child's count at
+    its parent's peak when it forks, so it reported the race's own resident set whenever that
+    was the larger (it grew from 49 to 60 MB over a race, and every contestant "peaked" at
+    it). ``VmHWM`` is the exec'd program's own (``Popen`` returns after the exec); a
+    process that ends within 50 ms is read once, as it starts.
+    """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(list(cmd), cwd=ROOT, env=env, stdout=out, stderr=err)
+        peak, done = _peak_rss_mb(proc.pid) or 0.0, threading.Event()
+
+        def watch() -> None:
+            nonlocal peak
+            while not done.wait(0.05):
+                peak = max(peak, _peak_rss_mb(proc.pid) or 0.0)
+
+        watcher = threading.Thread(target=watch, name="peak-rss", daemon=True)
+        watcher.start()
         _, status, usage = os.wait4(proc.pid, 0)
+        done.set()
+        watcher.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         return Finished(
             returncode=proc.returncode,
             stderr=err.read().decode(errors="replace"),
             cpu_s=usage.ru_utime + usage.ru_stime,
-            peak_rss_mb=usage.ru_maxrss / 1024,  # Linux reports KiB
+            peak_rss_mb=peak,
         )
 
 
