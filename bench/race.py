@@ -57,6 +57,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -162,9 +163,14 @@ def _measured(cmd: Sequence[str], env: dict[str, str]) -> Finished:
 
         watcher = threading.Thread(target=watch, name="peak-rss", daemon=True)
         watcher.start()
-        _, status, usage = os.wait4(proc.pid, 0)
-        done.set()
-        watcher.join()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:  # the race was stopped (Ctrl-C, SIGTERM): so is the contestant
+            _stop(proc)
+            raise
+        finally:
+            done.set()
+            watcher.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         return Finished(
@@ -194,13 +200,23 @@ def _serve(
             time.sleep(0.2)
         yield
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a process the race started, by its own pid (SIGTERM, then SIGKILL after 15 s)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM ends the race as Ctrl-C does: every process it started is stopped first."""
+    raise SystemExit(128 + signum)
 
 
 @dataclass
@@ -712,6 +728,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="extra `optimize run` flags for ours, e.g. '--use-merge false'",
     )
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if args.gepa_resume and not args.keep:
         parser.error("--gepa-resume needs --keep DIR: gepa-ai's state is kept in that folder")
     tasks = [t for t in args.tasks.split(",") if t]

@@ -1,9 +1,12 @@
-"""The race's per-contestant figures: a contestant's peak RSS is its own, not the race's."""
+"""The race's processes: a contestant's peak RSS is its own, and a stopped race stops them all."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -30,3 +33,63 @@ def test_a_contestants_peak_rss_is_its_own_not_the_races() -> None:
     assert 40 <= done.peak_rss_mb < 120
     assert done.cpu_s > 0
     del held
+
+
+def _children(pid: int) -> set[int]:
+    """The pids whose parent is ``pid``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _started_here(pid: int, *marks: Path) -> bool:
+    """Whether ``pid``'s command line names one of ``marks`` (the bench, this test's folder)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    return any(str(mark) in cmdline for mark in marks)
+
+
+def test_a_race_stopped_by_sigterm_stops_every_process_it_started(tmp_path: Path) -> None:
+    # The container, the reflection model and the contestant are the race's children; a
+    # SIGTERM to the race alone (as a supervisor sends) used to leave all three running.
+    race_py = Path(race.__file__)
+    proc = subprocess.Popen(
+        [sys.executable, str(race_py), "--tasks", "additive", "--seeds", "0"]
+        + ["--contestants", "ours-1", "--no-compile", "--keep", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    children: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(children := _children(proc.pid)) < 3:  # container, reflector, contestant
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 5
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in children if _alive(pid)]
+    finally:  # a failing run leaves nothing behind either (pids checked: never another's)
+        for pid in [proc.pid, *children]:
+            if _alive(pid) and _started_here(pid, race_py.parent, tmp_path):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait()
