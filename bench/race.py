@@ -76,6 +76,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from gepa_env import ensure_gepa_python  # noqa: E402
 
+from examples.processes import serving_process, stop_process  # noqa: E402
 from optimizer.local_models import free_port  # noqa: E402
 from workspace import Workspace  # noqa: E402
 
@@ -166,7 +167,7 @@ def _measured(cmd: Sequence[str], env: dict[str, str]) -> Finished:
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         except BaseException:  # the race was stopped (Ctrl-C, SIGTERM): so is the contestant
-            _stop(proc)
+            stop_process(proc)
             raise
         finally:
             done.set()
@@ -179,39 +180,6 @@ def _measured(cmd: Sequence[str], env: dict[str, str]) -> Finished:
             cpu_s=usage.ru_utime + usage.ru_stime,
             peak_rss_mb=peak,
         )
-
-
-@contextlib.contextmanager
-def _serve(
-    cmd: Sequence[str], url: str, what: str, env: dict[str, str] | None = None
-) -> Iterator[None]:
-    """Start one process, wait until ``url`` answers, always stop it by its own pid."""
-    proc = subprocess.Popen(list(cmd), cwd=ROOT, env=env or dict(os.environ))
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"{what} exited with code {proc.returncode}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url, timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise SystemExit(f"{what} did not answer {url} within 120 s")
-            time.sleep(0.2)
-        yield
-    finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End a process the race started, by its own pid (SIGTERM, then SIGKILL after 15 s)."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -496,8 +464,15 @@ def simulated(task: str, seed: int, args: argparse.Namespace) -> Iterator[Arena]
         *_error_flags(args.reflection_errors),
     ]  # fmt: skip
     with (
-        _serve(container, f"http://127.0.0.1:{cport}/health", f"the {task} container"),
-        _serve(reflector, f"http://127.0.0.1:{rport}/stats", "the simulated reflection model"),
+        serving_process(
+            container, dict(os.environ), f"http://127.0.0.1:{cport}/health", f"the {task} container"
+        ),
+        serving_process(
+            reflector,
+            dict(os.environ),
+            f"http://127.0.0.1:{rport}/stats",
+            "the simulated reflection model",
+        ),
     ):
         program = httpx.get(f"http://127.0.0.1:{cport}/program", timeout=10).json()
         yield Arena(
@@ -562,7 +537,9 @@ def banking77(seed: int, args: argparse.Namespace) -> Iterator[Arena]:
             *DESIGN.container_args(seed),
         ]  # fmt: skip
         container = f"http://127.0.0.1:{port}"
-        with _serve(cmd, f"{container}/health", "the Banking77 container", {**os.environ, **env}):
+        with serving_process(
+            cmd, {**os.environ, **env}, f"{container}/health", "the Banking77 container"
+        ):
             seeds = httpx.get(f"{container}/program", timeout=30).json()["seeds"]
             train, holdout = len(seeds["train"]), len(seeds["holdout"])
             # ours pays its holdout calls (baseline and best) from the main job's budget

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["serving_process"]
+__all__ = ["serving_process", "stop_process"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,10 +44,15 @@ def serving_process(cmd: Sequence[str], env: dict[str, str], url: str, what: str
         _wait(url, proc, what)
         yield
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """End a process this side started, by its own pid: terminate, then kill after 15 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
