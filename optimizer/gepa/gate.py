@@ -226,6 +226,35 @@ class Gate:
                 d.state.promising.add(child.candidate_id)
                 d.refresh_reserve()
 
+    async def breaks(self, record: CandidateRecord, base: str) -> list[str]:
+        """Score a stack first on the train seeds its base scores on, a round of rollouts at a
+        time; the seeds it broke there (scored below its base) once a round shows any.
+
+        Only those seeds can break, so a stack with a bad edit is caught in the first rounds
+        of its train evaluation instead of after it; a stack that breaks none has paid for
+        part of that evaluation (``on_train`` reuses the rollouts). A round is
+        ``concurrency`` seeds, filled up with other train seeds; nothing is scored when the
+        budget left could not pay for a round.
+        """
+        d, cid = self._ctx.deps, record.candidate_id
+        theirs = d.state.train.get(base, {})
+        seeds = d.state.train_seeds
+        scoring = [s for s in seeds if theirs.get(s, 0.0) > 0.0]
+        order = [*scoring, *(s for s in seeds if s not in scoring)]
+        size = max(1, d.config.concurrency)
+        mine: dict[str, float] = {}
+        for at in range(0, len(scoring), size):
+            chunk = order[at : at + size]
+            room = d.budget.search_room()
+            if room is not None and room < len(chunk):
+                return []
+            results = await d.queue.evaluate(cid, record.components, chunk)
+            mine.update(_scored(results))
+            broken = [s for s in scoring if s in mine and mine[s] < theirs[s]]
+            if broken:
+                return broken
+        return []
+
     async def on_train(self, iteration: int, record: CandidateRecord, base: str) -> bool:
         """Score a stack on every train seed at once; whether it beats ``base`` there.
 

@@ -126,6 +126,7 @@ class GepaSearch:
     async def _step(self) -> bool | None:
         """One iteration; True when it produced a new candidate, None when it only waited."""
         self._check_room()
+        await self._settle_if_final()
         parent_id: str | None = None
         async with self._ctx.lock:
             self._iteration += 1
@@ -157,6 +158,18 @@ class GepaSearch:
                 f"metric-call budget reached: {room} left for search, no more than a new "
                 f"child's gate of {gate} rollouts ({d.budget.paid} paid of {d.budget.max_calls})"
             )
+
+    async def _settle_if_final(self) -> None:
+        """With one proposal in flight, tell the run how many train seeds a new child could
+        still be scored on when the budget left is less than the train split: if too few for
+        it to be chosen, the winner is settled and its holdout evaluation starts while this
+        last proposal is written (``SearchDeps.measure_if_settled``). With several in flight,
+        children already gated may still take the best's place, so nothing is settled.
+        """
+        d = self._d
+        room = d.budget.search_room()
+        if self._ctx.in_flight == 1 and room is not None and room < len(d.state.train_seeds):
+            await d.measure_if_settled(room)
 
     def _parent(self) -> str | None:
         """A frontier member to propose on (``sample_parent``), one with failures nobody was

@@ -81,6 +81,11 @@ class Stacking:
         record = await self._stacked(entry.iteration, "s", base, merged, used)
         if record is None:
             return False
+        if culprits := await self._blame_early(entry.iteration, record, base, used):
+            for w in used:
+                w.done = True
+            await self._without(entry.iteration, base, used, culprits, base)
+            return True
         better = await self._gate.on_train(entry.iteration, record, base)
         culprits = await self._blame(entry.iteration, record, base, used)
         if culprits:
@@ -148,9 +153,50 @@ class Stacking:
         d = self._ctx.deps
         mine, theirs = d.state.train.get(stack.candidate_id, {}), d.state.train.get(base, {})
         broken = [s for s in d.state.train_seeds if s in mine and mine[s] < theirs.get(s, 0.0)]
-        suspects = [w for w in used if _removes(d.state.candidates[w.parent_id], w.child)]
+        suspects = self._suspects(used)
         if not broken or not suspects:
             return []
+        return await self._culprits(iteration, stack, base, suspects, broken)
+
+    async def _blame_early(
+        self, iteration: int, stack: CandidateRecord, base: str, used: list[Waiting]
+    ) -> list[Waiting]:
+        """The children to blame, found before the stack's train evaluation ends.
+
+        A stack with suspects and other children is scored first on the seeds its base
+        scores on, the only ones it can break (``Gate.breaks``). When a round shows broken
+        seeds and a suspect alone breaks one, the stack is dropped there, unscored on the
+        rest of train, and the others are restacked and judged against the base: the rounds
+        of rollouts the rest would take are not paid while the writers wait. Otherwise the
+        stack's evaluation goes on (a stack of suspects only is judged whole, as it may
+        still beat its base).
+        """
+        suspects = self._suspects(used)
+        if not suspects or len(suspects) == len(used):  # nothing would be left to restack
+            return []
+        broken = await self._gate.breaks(stack, base)
+        if not broken:
+            return []
+        return await self._culprits(iteration, stack, base, suspects, broken, early=True)
+
+    def _suspects(self, used: list[Waiting]) -> list[Waiting]:
+        """The children whose edit removed or rewrote a line of their parent."""
+        candidates = self._ctx.deps.state.candidates
+        return [w for w in used if _removes(candidates[w.parent_id], w.child)]
+
+    async def _culprits(
+        self,
+        iteration: int,
+        stack: CandidateRecord,
+        base: str,
+        suspects: list[Waiting],
+        broken: list[str],
+        *,
+        early: bool = False,
+    ) -> list[Waiting]:
+        """The suspects whose edit alone on ``base`` breaks one of the ``broken`` seeds."""
+        d = self._ctx.deps
+        theirs = d.state.train.get(base, {})
         singles = [await self._alone(iteration, k, w, base) for k, w in enumerate(suspects)]
         tried = [(w, rec) for w, rec in zip(suspects, singles, strict=True) if rec is not None]
         results = await asyncio.gather(
@@ -169,6 +215,7 @@ class Stacking:
                 "broken": broken,
                 "suspects": [w.child.candidate_id for w in suspects],
                 "culprits": [w.child.candidate_id for w in culprits],
+                "early": early,  # before the stack's train evaluation ended
             },
         )
         return culprits

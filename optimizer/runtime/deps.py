@@ -50,6 +50,10 @@ class ProposerLike(Protocol):
         ...
 
 
+async def _nothing(_: int) -> None:
+    return None
+
+
 @dataclass
 class SearchDeps:
     """Everything a search uses, injected."""
@@ -69,6 +73,10 @@ class SearchDeps:
     proposer_cost: Callable[[], float]
     # Recomputes ``budget.reserve_final`` from the state (what the end of the run still needs).
     refresh_reserve: Callable[[], None] = lambda: None
+    # Told, with nothing else in flight, that a new candidate could be scored on this many
+    # train seeds at most: the run may then settle its winner
+    # (``BackgroundHoldouts.settle_if_final``).
+    measure_if_settled: Callable[[int], Awaitable[None]] = _nothing
 
 
 async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str) -> None:

@@ -32,7 +32,13 @@ from optimizer.runtime.state import SearchState
 from optimizer.runtime.stats import paired_bootstrap
 from schemas import BudgetExhausted
 
-__all__ = ["Promotion", "choose_on_train", "select_and_promote", "selection_need"]
+__all__ = [
+    "Promotion",
+    "choose_on_train",
+    "could_still_win",
+    "select_and_promote",
+    "selection_need",
+]
 
 
 @dataclass(frozen=True)
@@ -77,9 +83,7 @@ def choose_on_train(state: SearchState, baseline_id: str) -> str:
     if not best:
         return baseline_id
     chosen, bar = best
-    n = len(state.train_seeds)
-    seen = [*state.train.values(), *state.partial.values()]
-    floor = min((v for scores in seen for v in scores.values()), default=0.0)
+    n, floor, _ = _reward_range(state)
     for cid, scores in state.partial.items():
         if not scores or n == 0:
             continue
@@ -89,21 +93,49 @@ def choose_on_train(state: SearchState, baseline_id: str) -> str:
     return chosen
 
 
+def _reward_range(state: SearchState) -> tuple[int, float, float]:
+    """The train seeds, and the lowest and highest train reward seen (0 and 1 before any)."""
+    seen = [
+        v for t in (state.train, state.partial) for scores in t.values() for v in scores.values()
+    ]
+    return len(state.train_seeds), min(seen, default=0.0), max([1.0, *seen])
+
+
+def could_still_win(state: SearchState, plan: RunPlan, seeds: int) -> bool:
+    """Whether a new candidate that the budget lets the search score on only ``seeds`` train
+    seeds could still be chosen over the best so far.
+
+    On train it could if full marks on those seeds, with every other seed counted at the
+    lowest reward seen (``choose_on_train``), beat the best's mean; on val only frontier
+    members (fully scored on train) are candidates.
+    """
+    n, floor, top = _reward_range(state)
+    best = state.best()
+    if seeds >= n or best is None:
+        return True
+    if plan.selection_split == "val":
+        return False
+    return (top * seeds + floor * (n - seeds)) / n > best[1]
+
+
 def _val_candidates(state: SearchState, baseline_id: str, top_k: int) -> list[str]:
     frontier = list(state.frontier.members()) or [baseline_id]
     top = [cid for cid, _ in state.ranked(frontier)][:top_k]
     return list(dict.fromkeys([*top, baseline_id]))
 
 
-def selection_need(state: SearchState, plan: RunPlan, baseline_id: str) -> int:
-    """Rollouts the end of the run will still pay for, given the state so far."""
+def selection_need(
+    state: SearchState, plan: RunPlan, baseline_id: str, measuring: str | None = None
+) -> int:
+    """Rollouts the end of the run will still pay for, given the state so far (``measuring``:
+    a winner whose holdout rollouts are already booked, ``BackgroundHoldouts``)."""
     holdout = len(plan.holdout)
     if plan.selection_split == "val":
         ids = _val_candidates(state, baseline_id, plan.top_k)
         need = sum(len(plan.val) for cid in ids if cid not in state.val)
         return need + (holdout if any(cid != baseline_id for cid in ids) else 0)
     best = choose_on_train(state, baseline_id)
-    if best in state.holdout:
+    if best in state.holdout or best == measuring:
         return 0
     # From the first child that passes a gate on, the winner may be someone else than the
     # baseline: keep its holdout seeds free before that child's train evaluation is booked.

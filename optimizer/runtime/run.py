@@ -21,7 +21,6 @@ under it stops, since scores of two versions cannot be compared.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import random
 import time
@@ -39,10 +38,11 @@ from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult
 from optimizer.runtime.events import EventSink, Listener
 from optimizer.runtime.evidence import EvidenceInputs, write_evidence
 from optimizer.runtime.guard import RunGuard
+from optimizer.runtime.holdouts import BackgroundHoldouts
 from optimizer.runtime.lease import HeldLease
 from optimizer.runtime.plan import RunPlan, plan_run
 from optimizer.runtime.program_check import ProgramWatch, check_resumed, check_splits
-from optimizer.runtime.promotion import Promotion, select_and_promote, selection_need
+from optimizer.runtime.promotion import Promotion, select_and_promote
 from optimizer.runtime.run_config import (
     budget_warning,
     executed_config,
@@ -276,16 +276,16 @@ class Run:
 
     async def _baseline_and_search(self, queue: RolloutQueue, parts: _Parts) -> str:
         """The baseline (its holdout in the background), then the search; why it stopped."""
-        train, baseline_holdout = await self._baseline(queue, parts)
+        holdouts = BackgroundHoldouts(
+            queue, parts.state, parts.plan, parts.budget, parts.base.candidate_id, self.events
+        )
+        train = await self._baseline(queue, parts, holdouts)
         await self.phase("searching")
         try:
-            stop = await self._search(self._deps(queue, parts), parts, train)
-            await baseline_holdout
+            stop = await self._search(self._deps(queue, parts, holdouts), parts, train)
+            await holdouts.wait()
         finally:
-            if not baseline_holdout.done():
-                baseline_holdout.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await baseline_holdout
+            await holdouts.cancel()
             if self.proposer is None:  # made here (one given to the run is the caller's)
                 await parts.proposer.aclose()
         await self.events.emit(
@@ -293,14 +293,8 @@ class Run:
         )
         return stop
 
-    def _deps(self, queue: RolloutQueue, parts: _Parts) -> SearchDeps:
+    def _deps(self, queue: RolloutQueue, parts: _Parts, holdouts: BackgroundHoldouts) -> SearchDeps:
         """What the search is given: the run's shared parts, injected."""
-        state, plan, budget, base_id = (
-            parts.state,
-            parts.plan,
-            parts.budget,
-            parts.base.candidate_id,
-        )
 
         async def checkpoint() -> None:
             await self._checkpoint(parts)
@@ -311,19 +305,18 @@ class Run:
             workspace=self.workspace,
             queue=queue,
             proposer=parts.proposer,
-            budget=budget,
+            budget=parts.budget,
             events=self.events,
             rng=self.rng,
-            state=state,
+            state=parts.state,
             components=tuple(
                 ComponentSpec(c.name, c.kind, c.description) for c in parts.program.components
             ),
             description=parts.program.description,
             checkpoint=checkpoint,
             proposer_cost=lambda: parts.proposer.total_usage.cost_usd,
-            refresh_reserve=lambda: setattr(
-                budget, "reserve_final", selection_need(state, plan, base_id)
-            ),
+            refresh_reserve=holdouts.refresh_reserve,
+            measure_if_settled=holdouts.settle_if_final,
         )
 
     async def _write_evidence(
@@ -415,8 +408,8 @@ class Run:
         return state, base
 
     async def _baseline(
-        self, queue: RolloutQueue, parts: _Parts
-    ) -> tuple[dict[str, SeedResult], asyncio.Task[None]]:
+        self, queue: RolloutQueue, parts: _Parts, holdouts: BackgroundHoldouts
+    ) -> dict[str, SeedResult]:
         """The baseline on train now, and on holdout in the background (the reference).
 
         Holdout scores are needed only at promotion, so they are paid for while the first
@@ -433,16 +426,8 @@ class Run:
             {"candidate_id": cid, "split": "train", "mean": state.train_mean(cid),
              "best_seed": state.train_best(cid)},
         )  # fmt: skip
-        booked = len(await queue.misses(base.components, plan.holdout))
-        parts.budget.reserve(booked, final=True)
-
-        async def holdout() -> None:
-            results = await queue.evaluate(
-                cid, base.components, plan.holdout, final=True, prebooked=booked, background=True
-            )
-            state.holdout[cid] = {s: r.reward for s, r in results.items() if r.reward is not None}
-
-        return train, asyncio.create_task(holdout())
+        await holdouts.start(cid)
+        return train
 
     async def _search(
         self, deps: SearchDeps, parts: _Parts, train: Mapping[str, SeedResult]

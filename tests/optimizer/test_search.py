@@ -267,6 +267,35 @@ async def test_no_reflection_is_asked_when_the_budget_left_is_only_a_gate(tmp_pa
     assert result.evidence["rollouts"]["paid"] == 80
 
 
+async def test_the_winner_is_measured_on_holdout_while_a_last_hopeless_child_is_written(
+    tmp_path: Path,
+) -> None:
+    # At 78 calls the last child can be scored on 6 of 12 train seeds: even with full marks
+    # there and nothing elsewhere it could not beat the best's mean, so the winner is settled.
+    # Its holdout rollouts run while that child is written, not after the search.
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    events: list[Event] = []
+    result = await _run(
+        tmp_path, container, proposer, events, max_metric_calls=78, proposals_in_flight=1
+    )
+    settled = [e.data["candidate_id"] for e in events if e.type == "settled"]
+    assert settled == [result.best_candidate_id] != [result.baseline_candidate_id]
+    holdout = set(program(LABELS)["seeds"]["holdout"])
+    stopped = next(i for i, e in enumerate(events) if e.type == "search_stopped")
+    measured = [
+        i
+        for i, e in enumerate(events)
+        if e.type == "trials"
+        for t in e.data["trials"]
+        if t["candidate_id"] == result.best_candidate_id and t["seed"] in holdout
+    ]
+    assert len(measured) >= 1 and max(measured) < stopped
+    partial = [e.data for e in events if e.type == "scored" and e.data["split"] == "train_partial"]
+    assert partial and partial[0]["seeds"] < partial[0]["of"]  # the search still spent its tail
+    assert result.evidence["rollouts"]["paid"] == 78
+    assert result.evidence["promotion"]["measured_seeds"] == len(holdout)
+
+
 async def test_a_budget_of_two_completes_and_says_what_it_skipped(tmp_path: Path) -> None:
     container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
     result = await _run(tmp_path, container, proposer, max_metric_calls=2)
@@ -487,11 +516,13 @@ async def _on_the_baseline(
     container: RuleContainer,
     delays: tuple[float, ...],
     pick: Callable[[list[str], int], str] = lambda labels, n: labels[min(n - 1, len(labels) - 1)],
+    config: dict[str, Any] | None = None,
     **proposer_options: Any,
 ) -> list[Event]:
     """A run with three proposals (one per delay) in flight on the baseline, each adding
     another label (``pick``); the n-th answers ``delays[n]`` seconds after the one before it
-    (the first, after all were asked). ``proposer_options`` go to the ``ScriptedProposer``."""
+    (the first, after all were asked). ``proposer_options`` go to the ``ScriptedProposer``,
+    ``config`` to the run."""
     proposer = ScriptedProposer(pick=pick, **proposer_options)
     holds = [proposer.hold(n) for n in range(1, len(delays) + 1)]
 
@@ -512,6 +543,7 @@ async def _on_the_baseline(
         proposals_in_flight=len(delays),
         minibatch_size=2 * len(LABELS),
         max_idle_iterations=2,
+        **(config or {}),
     )
     await releaser
     return events
@@ -723,19 +755,33 @@ async def test_a_stack_that_broke_seeds_is_stacked_again_without_the_child_to_bl
     tmp_path: Path,
 ) -> None:
     # Two children written at once on the "- ant" baseline: one adds bee, the other drops
-    # ant and adds nothing (an answer that made the text worse). Their stack solves bee's
-    # items and breaks ant's; the one whose edit removed a line is scored alone on those.
+    # ant and adds nothing (an answer that made the text worse). Their stack is scored first
+    # on the seeds its base solves (ant's two, and two more to fill a round of four); it broke
+    # them, so the one whose edit removed a line is scored alone on those, and the stack is
+    # dropped there, its other 8 train seeds unpaid.
     events = await _on_the_baseline(
         tmp_path,
         RuleContainer(_with_ant(LABELS)),
         delays=(1.0, 0.0),
         pick=lambda labels, n: "bee" if "bee" in labels else labels[0],
         drops=frozenset({2}),
+        config={"concurrency": 4},
     )
     good, bad = [e.data["candidate_id"] for e in events if e.type == "candidate"][:2]
+    stack = next(e.data for e in events if e.type == "stack")["candidate_id"]
     blame = next(e.data for e in events if e.type == "blame")
-    assert sorted(blame["broken"]) == ["ant-0", "ant-1"]
+    assert blame["candidate_id"] == stack and sorted(blame["broken"]) == ["ant-0", "ant-1"]
     assert blame["suspects"] == [bad] and blame["culprits"] == [bad]
+    paid = [
+        t["seed"]
+        for e in events
+        if e.type == "trials"
+        for t in e.data["trials"]
+        if t["candidate_id"] == stack and not t["cached"]
+    ]
+    assert {"ant-0", "ant-1"} <= set(paid) and len(paid) == 4
+    assert blame["early"]
+    assert stack not in {e.data["candidate_id"] for e in events if e.type == "scored"}
     # What is accepted next is the stack without it: ant kept, bee added.
     after = events[events.index(next(e for e in events if e.type == "blame")) :]
     accepted = next(e.data for e in after if e.type == "gate" and e.data["accepted"])

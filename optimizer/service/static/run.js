@@ -112,6 +112,7 @@
         break;
       case "skipped": activity(ev.ts, `iteration ${d.iteration}: skipped, ${d.reason}`); break;
       case "search_stopped": S.stopReason = d.reason; activity(ev.ts, `search stopped: ${d.reason}`); break;
+      case "settled": activity(ev.ts, `winner settled (${d.candidate_id}): ${d.reason}`); break;
       case "mipro_setup":
       case "trial": {
         const line = Mipro.fold(S.mipro, ev);
