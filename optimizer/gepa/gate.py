@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from optimizer.gepa.context import SearchContext
 from optimizer.runtime.deps import score_on_train
 from optimizer.runtime.dispatch import SeedResult
-from schemas import CandidateRecord
+from schemas import BudgetExhausted, CandidateRecord
 
 __all__ = ["MAX_REGATES", "Gate", "gate_total", "passes_gate", "ties"]
 
@@ -230,16 +230,18 @@ class Gate:
         """Score a stack first on the train seeds its base scores on, a round of rollouts at a
         time; the seeds it broke there (scored below its base) once a round shows any.
 
-        Only those seeds can break, so a stack with a bad edit is caught in the first rounds
-        of its train evaluation instead of after it; a stack that breaks none has paid for
-        part of that evaluation (``on_train`` reuses the rollouts). A round is
-        ``concurrency`` seeds, filled up with other train seeds; nothing is scored when the
-        budget left could not pay for a round.
+        Those are the seeds where its base is above the lowest train reward seen (0 with the
+        default reward range), where a bad edit shows: a stack that has one is caught in the
+        first rounds of its train evaluation instead of after it, and one that breaks none
+        has paid for part of that evaluation (``on_train`` reuses the rollouts; a seed broken
+        elsewhere is found there). A round is ``concurrency`` seeds, filled up with other
+        train seeds; nothing more is scored once the budget left could not pay for a round.
         """
         d, cid = self._ctx.deps, record.candidate_id
         theirs = d.state.train.get(base, {})
         seeds = d.state.train_seeds
-        scoring = [s for s in seeds if theirs.get(s, 0.0) > 0.0]
+        low = min((v for scores in d.state.train.values() for v in scores.values()), default=0.0)
+        scoring = [s for s in seeds if theirs.get(s, low) > low]
         order = [*scoring, *(s for s in seeds if s not in scoring)]
         size = max(1, d.config.concurrency)
         mine: dict[str, float] = {}
@@ -248,7 +250,10 @@ class Gate:
             room = d.budget.search_room()
             if room is not None and room < len(chunk):
                 return []
-            results = await d.queue.evaluate(cid, record.components, chunk)
+            try:
+                results = await d.queue.evaluate(cid, record.components, chunk)
+            except BudgetExhausted:  # booked by another worker meanwhile: ``on_train`` decides
+                return []
             mine.update(_scored(results))
             broken = [s for s in scoring if s in mine and mine[s] < theirs[s]]
             if broken:
