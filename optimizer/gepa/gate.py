@@ -230,17 +230,16 @@ class Gate:
         """Score a stack first on the train seeds its base scores on, a round of rollouts at a
         time; the seeds it broke there (scored below its base) once a round shows any.
 
-        Those are the seeds where its base is above the lowest train reward seen (0 with the
-        default reward range), where a bad edit shows: a stack that has one is caught in the
-        first rounds of its train evaluation instead of after it, and one that breaks none
-        has paid for part of that evaluation (``on_train`` reuses the rollouts; a seed broken
-        elsewhere is found there). A round is ``concurrency`` seeds, filled up with other
-        train seeds; nothing more is scored once the budget left could not pay for a round.
+        Those are the seeds where its base is above the program's lowest reward, the only
+        ones it can break: a stack with a bad edit is caught in the first rounds of its train
+        evaluation instead of after it, and one that breaks none has paid for part of that
+        evaluation (``on_train`` reuses the rollouts). A round is ``concurrency`` seeds,
+        filled up with other train seeds; nothing more is scored once the budget left could
+        not pay for a round.
         """
         d, cid = self._ctx.deps, record.candidate_id
         theirs = d.state.train.get(base, {})
-        seeds = d.state.train_seeds
-        low = min((v for scores in d.state.train.values() for v in scores.values()), default=0.0)
+        seeds, low = d.state.train_seeds, d.state.floor
         scoring = [s for s in seeds if theirs.get(s, low) > low]
         order = [*scoring, *(s for s in seeds if s not in scoring)]
         size = max(1, d.config.concurrency)

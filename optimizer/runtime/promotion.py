@@ -83,39 +83,36 @@ def choose_on_train(state: SearchState, baseline_id: str) -> str:
     if not best:
         return baseline_id
     chosen, bar = best
-    n, floor, _ = _reward_range(state)
+    n = len(state.train_seeds)
     for cid, scores in state.partial.items():
         if not scores or n == 0:
             continue
-        low = (sum(scores.values()) + floor * (n - len(scores))) / n
+        low = (sum(scores.values()) + _lowest_seen(state) * (n - len(scores))) / n
         if low > bar:
             chosen, bar = cid, low
     return chosen
 
 
-def _reward_range(state: SearchState) -> tuple[int, float, float]:
-    """The train seeds, and the lowest and highest train reward seen (0 and 1 before any)."""
-    seen = [
-        v for t in (state.train, state.partial) for scores in t.values() for v in scores.values()
-    ]
-    return len(state.train_seeds), min(seen, default=0.0), max([1.0, *seen])
+def _lowest_seen(state: SearchState) -> float:
+    """The lowest train reward seen, full or partial evaluations (0 before any)."""
+    tables = (state.train, state.partial)
+    return min((v for t in tables for scores in t.values() for v in scores.values()), default=0.0)
 
 
 def could_still_win(state: SearchState, plan: RunPlan, seeds: int) -> bool:
     """Whether a new candidate that the budget lets the search score on only ``seeds`` train
     seeds could still be chosen over the best so far.
 
-    On train it could if full marks on those seeds, with every other seed counted at the
-    lowest reward seen (``choose_on_train``), beat the best's mean; on val only frontier
-    members (fully scored on train) are candidates.
+    On train it could if the program's highest reward on those seeds, with every other seed
+    counted at the lowest reward seen (``choose_on_train``), beat the best's mean; on val only
+    frontier members (fully scored on train) are candidates.
     """
-    n, floor, top = _reward_range(state)
-    best = state.best()
+    n, best = len(state.train_seeds), state.best()
     if seeds >= n or best is None:
         return True
     if plan.selection_split == "val":
         return False
-    return (top * seeds + floor * (n - seeds)) / n > best[1]
+    return (state.ceiling * seeds + _lowest_seen(state) * (n - seeds)) / n > best[1]
 
 
 def _val_candidates(state: SearchState, baseline_id: str, top_k: int) -> list[str]:

@@ -389,7 +389,8 @@ class Run:
     async def _state(self, program: Program, plan: RunPlan) -> tuple[SearchState, CandidateRecord]:
         """The search state with every stored candidate, and the baseline's record."""
         run_id = self.record.run_id
-        state = SearchState(train_seeds=plan.train, floor=program.reward_range[0])
+        low, high = program.reward_range
+        state = SearchState(train_seeds=plan.train, floor=low, ceiling=high)
         stored = self.record.state.get("proposals", {})
         state.proposals.update({str(k): v for k, v in stored.items()})
         state.extra.update({k: v for k, v in self.record.state.items() if k not in RUN_STATE_KEYS})

@@ -27,6 +27,7 @@ class SearchState:
 
     train_seeds: tuple[str, ...]
     floor: float = 0.0  # the program's lowest reward: a seed nobody beat it on is unsolved
+    ceiling: float = 1.0  # the program's highest reward
     candidates: dict[str, CandidateRecord] = field(default_factory=dict)
     train: dict[str, dict[str, float]] = field(default_factory=dict)  # fully evaluated only
     minibatch: dict[str, dict[str, float]] = field(default_factory=dict)

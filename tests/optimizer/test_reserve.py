@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from optimizer.runtime.plan import RunPlan
-from optimizer.runtime.promotion import choose_on_train, selection_need
+from optimizer.runtime.promotion import choose_on_train, could_still_win, selection_need
 from optimizer.runtime.state import SearchState
 from schemas import CandidateRecord, candidate_id_for, content_hash
 
@@ -78,3 +78,20 @@ def test_a_partial_candidate_better_even_at_its_worst_is_chosen() -> None:
     state.partial[partial] = {"t1": 1.0, "t2": 1.0, "t3": 1.0}
     # Unscored t4 counted at the lowest reward seen (0.0): 0.75 > 0.25.
     assert choose_on_train(state, base) == partial
+
+
+def test_a_child_scored_on_part_of_train_could_still_win_only_with_room_for_it() -> None:
+    # Best mean 0.5 on 4 seeds, lowest reward seen 0. A child scored on 2 seeds reaches at most
+    # 2 x 1.0 / 4 = 0.5 (not better); on 3 seeds, 0.75. A program whose rewards go up to 10
+    # leaves room on 1 seed: 10 / 4 = 2.5.
+    state, (base, best) = _state("base", "best")
+    state.set_train(base, dict.fromkeys(TRAIN, 0.0))
+    state.set_train(best, dict.fromkeys(TRAIN, 0.5))
+    plan = RunPlan(TRAIN, HOLDOUT)
+    assert not could_still_win(state, plan, 2)
+    assert could_still_win(state, plan, 3) and could_still_win(state, plan, len(TRAIN))
+    assert not could_still_win(
+        state, RunPlan(TRAIN, HOLDOUT, VAL, top_k=2), 3
+    )  # val: only full ones
+    state.ceiling = 10.0
+    assert could_still_win(state, plan, 1)
