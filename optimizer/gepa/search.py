@@ -18,8 +18,10 @@ iteration's proposal is logged in the run state, so a resumed run replays earlie
 from the workspace (cached rollouts, stored candidates) and pays for nothing twice.
 
 The search stops on its budget, on full marks, after ``patience`` proposals found nothing
-better, after ``max_idle_iterations`` made no candidate, or when every failure of every
-frontier member was shown and nothing new came of it (``CONVERGED``).
+better, after ``max_idle_iterations`` made no candidate, when every failure of every
+frontier member was shown and nothing new came of it (``CONVERGED``), or when every failure
+of the best was shown and the model changed nothing while the other members score below it
+(``NOTHING_TO_FIX``).
 """
 
 from __future__ import annotations
@@ -39,11 +41,17 @@ from optimizer.runtime.dispatch import SeedResult
 from proposer import ProposalRequest
 from schemas import BudgetExhausted
 
-__all__ = ["CONVERGED", "GepaSearch", "evaluations_of"]
+__all__ = ["CONVERGED", "NOTHING_TO_FIX", "GepaSearch", "evaluations_of"]
 
 CONVERGED = (
     "nothing left to show: every failure of every frontier candidate was shown to the "
     "reflection model, which proposed nothing new for the candidates not built on since"
+)
+
+
+NOTHING_TO_FIX = (
+    "nothing to fix in the best: every failure of {best} was shown to the reflection model, "
+    "which changed nothing, and every other frontier candidate scores below it on train"
 )
 
 
@@ -182,6 +190,8 @@ class GepaSearch:
         """
         showing, frontier = self._showing, self._d.state.frontier
         members, exhausted = set(frontier.wins()), showing.exhausted()
+        if self._nothing_to_fix(members):
+            return None
         if members <= exhausted:
             if showing.writers or self._acceptance.pending:
                 return None
@@ -192,6 +202,28 @@ class GepaSearch:
             showing.new_round(members - spent)
             exhausted = showing.exhausted()
         return sample_parent(frontier, self._d.rng, showing.repeats, exhausted=exhausted)
+
+    def _nothing_to_fix(self, members: set[str]) -> bool:
+        """Halt when the reflection model found nothing to fix in the best (``Showing.barren``)
+        and every other frontier member scores below it on train, with nothing being written
+        or accepted.
+
+        Those members win their seeds from a weaker text: by noise (a student that is right
+        only most of the time), or by an edit that broke more than it fixed. Proposals on
+        them would chase those seeds while the best stays where it is. A member that ties
+        the best (two look-alike rules trading seeds) keeps the search going.
+        """
+        state, best = self._d.state, self._ctx.best_id()
+        others = members - {best}
+        if best is None or not others or self._showing.writers or self._acceptance.pending:
+            return False  # the best alone: ``CONVERGED`` says it
+        if not self._showing.barren(best):
+            return False
+        top = state.train_mean(best) or 0.0
+        if any((state.train_mean(m) or 0.0) >= top for m in others):
+            return False
+        self._ctx.halt(NOTHING_TO_FIX.format(best=best))
+        return True
 
     async def _news(self) -> None:
         """Wait until a proposal being written ends, a child is settled or the search stops."""

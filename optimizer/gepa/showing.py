@@ -126,9 +126,13 @@ class Showing:
         return {
             cid
             for cid in members
-            if self._covered(cid, self._barren)
-            or (cid in built_on and self._covered(cid, self._asked))
+            if self.barren(cid) or (cid in built_on and self._covered(cid, self._asked))
         }
+
+    def barren(self, cid: str) -> bool:
+        """Each failure kind of ``cid`` was shown in a proposal on it that came back
+        unchanged or a duplicate: the reflection model found nothing to fix there."""
+        return self._covered(cid, self._barren)
 
     def new_round(self, members: set[str]) -> None:
         """Forget what was shown on ``members``: their failures may be shown once more."""

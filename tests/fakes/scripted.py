@@ -100,6 +100,33 @@ class RuleContainer:
 
 
 @dataclass
+class SlippingContainer(RuleContainer):
+    """A rule container whose student sometimes errs though the prompt has the rule:
+    ``slips(prompt, seed)`` says when (a noisy student, made deterministic for a test)."""
+
+    slips: Callable[[str, str], bool] = lambda prompt, seed: False
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        response = super().__call__(request)
+        if request.url.path != "/rollout":
+            return response
+        body = json.loads(request.content)
+        prompt, seed = body["candidate"]["system_prompt"], body["seed"]
+        if response.json()["reward"] == 1.0 and self.slips(prompt, seed):
+            label = seed.rsplit("-", 1)[0]
+            return httpx.Response(
+                200,
+                json={
+                    "reward": 0.0,
+                    "output": "unknown",
+                    "feedback": f"predicted unknown, expected {label}",
+                    "trace": {"messages": [{"role": "user", "content": f"item {seed}"}]},
+                },
+            )
+        return response
+
+
+@dataclass
 class ScriptedProposer:
     """Adds one line per proposal: the first label in the failures it is shown.
 
@@ -124,6 +151,8 @@ class ScriptedProposer:
     # These proposals (1-based) drop the parent's last label line and add nothing: answers
     # that make the text worse, as real reflection models sometimes write.
     drops: frozenset[int] = frozenset()
+    # The n-th answer's text, or None for an unchanged text (overrides the rules above).
+    script: Callable[[ProposalRequest, int], str | None] | None = None
 
     def hold(self, n: int) -> asyncio.Event:
         """The event the n-th proposal waits for."""
@@ -138,6 +167,11 @@ class ScriptedProposer:
         if n in self.holds:
             await self.holds[n].wait()
         self.total_usage = self.total_usage + ModelUsage(calls=1)
+        if self.script is not None:
+            scripted = self.script(request, n)
+            if scripted is None:
+                raise ProposalRejected("unchanged", "nothing to fix")
+            return self._answer(request, {"system_prompt": scripted})
         text = request.parent.components["system_prompt"]
         known = {line[2:].strip() for line in text.splitlines() if line.startswith("- ")}
         if n in self.drops:

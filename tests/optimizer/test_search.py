@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from optimizer.gepa.gate import MAX_REGATES
-from optimizer.gepa.search import CONVERGED, GepaSearch
+from optimizer.gepa.search import CONVERGED, NOTHING_TO_FIX, GepaSearch
 from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, failure_kind, one_of_each
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.deps import SearchDeps
@@ -25,7 +25,7 @@ from optimizer.runtime.events import EventSink
 from optimizer.runtime.run import RunResult
 from optimizer.runtime.state import SearchState
 from optimizer.searches import run_optimization
-from proposer import ComponentSpec
+from proposer import ComponentSpec, ProposalRequest
 from schemas import (
     CandidateRecord,
     Event,
@@ -34,7 +34,14 @@ from schemas import (
     candidate_id_for,
     content_hash,
 )
-from tests.fakes.scripted import FEEDBACK, RuleContainer, ScriptedProposer, program
+from tests.fakes.scripted import (
+    BASELINE,
+    FEEDBACK,
+    RuleContainer,
+    ScriptedProposer,
+    SlippingContainer,
+    program,
+)
 from workspace import Workspace
 
 LABELS = ["ant", "bee", "cat", "cow", "dog", "eel"]
@@ -719,6 +726,48 @@ async def test_the_search_stops_once_every_failure_was_shown_and_nothing_new_cam
     # Far fewer calls than the idle rule would have let it make; with four in flight, no
     # writer was sent to repeat a failure while the others were still being written.
     assert len(proposer.seen) <= len(LABELS)
+
+
+async def test_the_search_stops_when_nothing_is_left_to_fix_in_the_best(tmp_path: Path) -> None:
+    # The baseline has every label, but its student slips on cat-1 (a noisy student). Two
+    # proposals on it are written at once: one finds nothing to change, the other adds a
+    # junk line. The junk child slips on every seed but cat-1 and the other seed of its own
+    # gate, so it passes the gate, scores below the baseline on train and joins the frontier
+    # with cat-1. Proposals on it would chase what the baseline lost by noise.
+    labels = ["ant", "bee", "cat"]
+    prog = program(labels)
+    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels)])
+    proposer = ScriptedProposer()
+
+    def slips(prompt: str, seed: str) -> bool:
+        if "- zzz" not in prompt:
+            return seed == "cat-1"
+        return seed not in {e.seed for e in proposer.seen[1].evaluations}
+
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        text = request.parent.components["system_prompt"]
+        return f"{text}\n- zzz" if n == 2 else None
+
+    proposer.script = answer
+    releaser = _release_when_both_asked(proposer)
+    events: list[Event] = []
+    result = await _run(
+        tmp_path,
+        SlippingContainer(prog, slips=slips),
+        proposer,
+        events,
+        proposals_in_flight=2,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    await asyncio.wait_for(releaser, 5)
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    baseline, junk = list(train)[:2]
+    assert train[junk] < train[baseline]
+    assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
+    # Nothing was asked on the junk child, though its failures were never shown.
+    assert len(proposer.seen) == 2
+    assert {r.parent.candidate_id for r in proposer.seen} == {baseline}
 
 
 async def test_a_refused_answer_is_not_taken_for_nothing_new(tmp_path: Path) -> None:
