@@ -215,8 +215,10 @@ class GepaSearch:
         """
         state, best = self._d.state, self._ctx.best_id()
         others = members - {best}
-        if best is None or not others or self._showing.writers or self._acceptance.pending:
-            return False  # the best alone: ``CONVERGED`` says it
+        if best is None or not others:  # the best alone on the frontier: ``CONVERGED`` says it
+            return False
+        if self._showing.writers or self._acceptance.pending:  # what comes may change the best
+            return False
         if not self._showing.barren(best):
             return False
         top = state.train_mean(best) or 0.0
