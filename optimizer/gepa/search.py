@@ -213,15 +213,15 @@ class GepaSearch:
         them would chase those seeds while the best stays where it is. A member that ties
         the best (two look-alike rules trading seeds) keeps the search going.
         """
-        state, best = self._d.state, self._ctx.best_id()
-        others = members - {best}
-        if best is None or not others:  # the best alone on the frontier: ``CONVERGED`` says it
-            return False
         if self._showing.writers or self._acceptance.pending:  # what comes may change the best
             return False
-        if not self._showing.barren(best):
+        state, ranked = self._d.state, self._d.state.best()
+        if ranked is None:
             return False
-        top = state.train_mean(best) or 0.0
+        best, top = ranked
+        others = members - {best}
+        if not others or not self._showing.barren(best):  # alone: ``CONVERGED`` says it
+            return False
         if any((state.train_mean(m) or 0.0) >= top for m in others):
             return False
         self._ctx.halt(NOTHING_TO_FIX.format(best=best))

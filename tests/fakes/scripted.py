@@ -57,6 +57,9 @@ class RuleContainer:
     rivals: dict[str, str] = field(default_factory=dict)
     # A line that makes the student fail every item (an edit that only hurts).
     poison: str | None = None
+    # When the student errs though the prompt has the rule: (prompt, seed) -> True (a noisy
+    # student, made deterministic for a test).
+    slips: Callable[[str, str], bool] = lambda prompt, seed: False
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
@@ -69,7 +72,7 @@ class RuleContainer:
         self.calls[(content_hash(body["candidate"]), seed)] += 1
         label = seed.rsplit("-", 1)[0]
         known = {line[2:].strip() for line in prompt.splitlines() if line.startswith("- ")}
-        ok = label in known and self.poison not in known
+        ok = label in known and self.poison not in known and not self.slips(prompt, seed)
         rival = self.rivals.get(label)
         pair = "_".join(sorted((label, rival or "")))
         if ok and rival in known and pair not in known:
@@ -97,33 +100,6 @@ class RuleContainer:
     def client(self) -> httpx.AsyncClient:
         """An ``httpx.AsyncClient`` that reaches this container for ``http://rules``."""
         return httpx.AsyncClient(transport=httpx.MockTransport(self))
-
-
-@dataclass
-class SlippingContainer(RuleContainer):
-    """A rule container whose student sometimes errs though the prompt has the rule:
-    ``slips(prompt, seed)`` says when (a noisy student, made deterministic for a test)."""
-
-    slips: Callable[[str, str], bool] = lambda prompt, seed: False
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        response = super().__call__(request)
-        if request.url.path != "/rollout":
-            return response
-        body = json.loads(request.content)
-        prompt, seed = body["candidate"]["system_prompt"], body["seed"]
-        if response.json()["reward"] == 1.0 and self.slips(prompt, seed):
-            label = seed.rsplit("-", 1)[0]
-            return httpx.Response(
-                200,
-                json={
-                    "reward": 0.0,
-                    "output": "unknown",
-                    "feedback": f"predicted unknown, expected {label}",
-                    "trace": {"messages": [{"role": "user", "content": f"item {seed}"}]},
-                },
-            )
-        return response
 
 
 @dataclass

@@ -39,7 +39,6 @@ from tests.fakes.scripted import (
     FEEDBACK,
     RuleContainer,
     ScriptedProposer,
-    SlippingContainer,
     program,
 )
 from workspace import Workspace
@@ -753,7 +752,7 @@ async def test_the_search_stops_when_nothing_is_left_to_fix_in_the_best(tmp_path
     events: list[Event] = []
     result = await _run(
         tmp_path,
-        SlippingContainer(prog, slips=slips),
+        RuleContainer(prog, slips=slips),
         proposer,
         events,
         proposals_in_flight=2,
