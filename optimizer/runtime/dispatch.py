@@ -324,10 +324,17 @@ class RolloutQueue:
             self._budget.reserve(len(fresh) - prebooked, final=final)
         else:
             self._budget.release(prebooked - len(fresh))
-        results = {**aside, **await self._reuse(candidate_id, seeds, keys, hits)}
+        # In flight from here, before any await: a caller that looks them up meanwhile waits
+        # for these rollouts instead of sending them again.
+        jobs = [_Job(candidate_id, chash, body, seed, keys[seed]) for seed in fresh]
+        futures = self._book(jobs)
+        try:
+            results = {**aside, **await self._reuse(candidate_id, seeds, keys, hits)}
+        except BaseException:
+            self._unbook(jobs, futures)
+            raise
         if fresh:
-            jobs = [_Job(candidate_id, chash, body, seed, keys[seed]) for seed in fresh]
-            results.update(await self._send(jobs, background))
+            results.update(await self._send(jobs, futures, background))
             self._gate.check()
         if shared:
             # Paid once by the caller that sent it; here it is a cache hit that arrived late.
@@ -336,22 +343,35 @@ class RolloutQueue:
                 results[seed] = SeedResult(seed=seed, record=record, cached=True)
         return {seed: results[seed] for seed in seeds}
 
-    async def _send(self, jobs: list[_Job], background: bool) -> dict[str, SeedResult]:
-        """Queue ``jobs`` as one batch and wait for them all; booked calls never sent are
-        released (a cancelled caller)."""
-        batch, loop = next(self._batches), asyncio.get_running_loop()
+    def _book(self, jobs: list[_Job]) -> dict[str, asyncio.Future[RolloutRecord]]:
+        """A future per job, registered as in flight (``evaluate``'s ``shared``)."""
+        loop = asyncio.get_running_loop()
         futures: dict[str, asyncio.Future[RolloutRecord]] = {}
+        for job in jobs:
+            futures[job.seed] = self._inflight[job.key] = loop.create_future()
+        return futures
+
+    def _unbook(self, jobs: list[_Job], futures: dict[str, asyncio.Future[RolloutRecord]]) -> None:
+        """Booked calls never sent are released (a cancelled caller); nothing stays in flight."""
+        self._budget.release(sum(1 for f in futures.values() if not f.done()))
+        for job in jobs:
+            self._inflight.pop(job.key, None)
+            futures[job.seed].cancel()
+
+    async def _send(
+        self,
+        jobs: list[_Job],
+        futures: dict[str, asyncio.Future[RolloutRecord]],
+        background: bool,
+    ) -> dict[str, SeedResult]:
+        """Queue the booked ``jobs`` as one batch and wait for them all."""
+        batch = next(self._batches)
         for index, job in enumerate(jobs):
-            future: asyncio.Future[RolloutRecord] = loop.create_future()
-            futures[job.seed] = self._inflight[job.key] = future
-            self._jobs.put_nowait((background, batch, index, job, future))
+            self._jobs.put_nowait((background, batch, index, job, futures[job.seed]))
         try:
             records = await self._wait(list(futures.values()))
         finally:
-            self._budget.release(sum(1 for f in futures.values() if not f.done()))
-            for job in jobs:
-                self._inflight.pop(job.key, None)
-                futures[job.seed].cancel()
+            self._unbook(jobs, futures)
         return {
             seed: SeedResult(seed=seed, record=record, cached=False)
             for seed, record in zip(futures, records, strict=True)

@@ -179,6 +179,27 @@ async def test_a_rollout_in_flight_is_not_sent_twice(ws: Workspace) -> None:
     assert not first["s1"].cached and second["s1"].cached  # the second caller paid nothing
 
 
+async def test_a_rollout_is_not_sent_twice_while_its_caller_records_cache_hits(
+    ws: Workspace,
+) -> None:
+    # The first caller has a seed in the cache: it records that hit (a workspace write)
+    # before it sends its misses. A second caller of the same seeds meanwhile waits for the
+    # first one's rollouts; it used to find them neither cached nor in flight and send them
+    # again.
+    container, budget = Container(), Budget(max_calls=100)
+    async with await _queue(ws, container, budget) as queue:
+        await queue.evaluate("c1", CANDIDATE, ["s0"])
+        first, second, third = await asyncio.gather(
+            queue.evaluate("c1", CANDIDATE, ["s0", "s1", "s2"]),
+            queue.evaluate("c1", CANDIDATE, ["s1", "s2"]),
+            queue.evaluate("c1", CANDIDATE, ["s0", "s2", "s3"]),
+        )
+    assert container.calls == {"s0": 1, "s1": 1, "s2": 1, "s3": 1}
+    assert budget.paid == 4 and budget.booked == 0
+    assert first["s1"].reward == second["s1"].reward == 0.5
+    assert not first["s2"].cached and second["s2"].cached and third["s2"].cached
+
+
 async def test_cached_reads_count_no_trial(ws: Workspace) -> None:
     container, budget = Container(), Budget(max_calls=100)
     async with await _queue(ws, container, budget) as queue:
