@@ -318,15 +318,16 @@ class RolloutQueue:
             seed: self._inflight[keys[seed]] for seed in misses if keys[seed] in self._inflight
         }
         fresh = [seed for seed in misses if seed not in shared]
+        jobs: list[_Job] = []
         if fresh:  # checked before the budget is booked: components that are not text fail
             body = CandidateBody(self._run_id, candidate_id, components, self._policy)
+            jobs = [_Job(candidate_id, chash, body, seed, keys[seed]) for seed in fresh]
         if len(fresh) >= prebooked:
             self._budget.reserve(len(fresh) - prebooked, final=final)
         else:
             self._budget.release(prebooked - len(fresh))
         # In flight from here, before any await: a caller that looks them up meanwhile waits
         # for these rollouts instead of sending them again.
-        jobs = [_Job(candidate_id, chash, body, seed, keys[seed]) for seed in fresh]
         futures = self._book(jobs)
         try:
             results = {**aside, **await self._reuse(candidate_id, seeds, keys, hits)}
