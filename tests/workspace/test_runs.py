@@ -61,6 +61,19 @@ async def test_unknown_run_says_how_to_list_runs(ws: Workspace) -> None:
         ws.update_run("nope", status="running"),
         ws.append_event("nope", "x"),
         ws.add_candidate(_candidate("nope", "c1")),
+        ws.link_trials(
+            "nope",
+            [
+                Trial(
+                    run_id="nope",
+                    candidate_id="c",
+                    seed="s",
+                    cache_key="k",
+                    cached=True,
+                    status="ok",
+                )
+            ],
+        ),
         ws.save_frontier("nope", {}, {}),
         ws.write_file("nope", "report.md", "x"),
     ):

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, ClassVar
 
 import psycopg
@@ -255,6 +255,11 @@ class PostgresDatabase:
             await asyncio.shield(self._end(pool, conn, "COMMIT"))
         except psycopg.Error as exc:
             raise WorkspaceError(f"writing {self.where} failed: {exc}") from exc
+
+    def write_one(self) -> AbstractAsyncContextManager[Conn]:
+        """A write of one statement: on PostgreSQL a transaction like :meth:`write` (the event
+        log's append takes an advisory lock first, which needs one)."""
+        return self.write()
 
     @staticmethod
     async def _end(
