@@ -160,18 +160,15 @@ async def insert_rollouts(
 async def _insert_sole_writer(
     conn: Conn, fresh: list[tuple[object, ...]], keys: list[str | None]
 ) -> list[int]:
-    """SQLite: one ``executemany``; the new ids are read back as the ids above the previous
-    maximum, which AUTOINCREMENT guarantees are ours and in insertion order (we hold the
-    write lock, so no other connection inserts meanwhile)."""
-    before = await conn.fetchall("SELECT COALESCE(MAX(id), 0) FROM rollouts")
+    """SQLite: one ``executemany``. AUTOINCREMENT gives each new row one more than the largest
+    id the table ever held, and we hold the write lock (no other connection inserts
+    meanwhile), so the batch's ids are consecutive and end at ``last_insert_rowid()``: two
+    round trips to the connection's thread, where reading the maximum before and the new ids
+    after took three."""
     await conn.executemany(_INSERT, fresh)
-    rows_back = await conn.fetchall(
-        "SELECT id FROM rollouts WHERE id > ? ORDER BY id", (before[0][0],)
-    )
-    new_ids = [row[0] for row in rows_back]
-    if len(new_ids) != len(fresh):
-        raise WorkspaceError(f"inserted {len(fresh)} rollouts but read back {len(new_ids)} new ids")
-    return new_ids
+    rows = await conn.fetchall("SELECT last_insert_rowid()")
+    last = int(rows[0][0])
+    return list(range(last - len(fresh) + 1, last + 1))
 
 
 async def _insert_concurrent(

@@ -93,6 +93,22 @@ async def test_ids_come_back_in_order_with_duplicates_in_one_batch(ws: Workspace
     assert await ws.record_rollouts([]) == []
 
 
+async def test_new_ids_are_right_after_the_newest_rollouts_were_deleted(
+    ws: Workspace, rollout
+) -> None:
+    """A deleted run takes its rollouts with it, the newest ids included: the next batch's ids
+    must still be the rows it stored (ids are never reused)."""
+    gone = (await ws.create_run(RunConfig())).run_id
+    kept = (await ws.create_run(RunConfig())).run_id
+    old = await ws.record_paid_trials(gone, [rollout(f"g{i}", run_id=gone) for i in range(3)])
+    await ws.delete_run(gone)
+    batch = [rollout(f"k{i}", run_id=kept) for i in range(4)]
+    ids = await ws.record_paid_trials(kept, batch)
+    assert min(ids) > max(old) and len(set(ids)) == 4
+    for record, rollout_id in zip(batch, ids, strict=True):
+        assert (await ws.get_rollout(rollout_id)).seed == record.seed
+
+
 async def test_lookup_many_spans_more_keys_than_one_query_binds(ws: Workspace, rollout) -> None:
     records = [rollout(f"seed-{i}", reward=i / 2000) for i in range(2000)]
     await ws.record_rollouts(records[::2])
