@@ -50,7 +50,7 @@ class ProposerLike(Protocol):
         ...
 
 
-async def _nothing(_: int) -> None:
+async def _nothing(_: int) -> str | None:
     return None
 
 
@@ -74,9 +74,9 @@ class SearchDeps:
     # Recomputes ``budget.reserve_final`` from the state (what the end of the run still needs).
     refresh_reserve: Callable[[], None] = lambda: None
     # Told, with nothing else in flight, that a new candidate could be scored on this many
-    # train seeds at most: the run may then settle its winner
-    # (``BackgroundHoldouts.settle_if_final``).
-    measure_if_settled: Callable[[int], Awaitable[None]] = _nothing
+    # train seeds at most: the run may then settle its winner, and says why (the search then
+    # stops: ``BackgroundHoldouts.settle_if_final``).
+    measure_if_settled: Callable[[int], Awaitable[str | None]] = _nothing
 
 
 async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str) -> None:

@@ -4,8 +4,8 @@ Holdout scores are needed only at promotion. The baseline's are paid for while t
 proposals are written, behind the search's own rollouts (a gate does not wait for them).
 The winner's usually wait for the end of the search; but once the budget left could not score
 a new candidate on enough train seeds to be chosen (``could_still_win``), the winner is
-settled, and its holdout rollouts run while the search spends the rest of its budget (a last
-proposal is written meanwhile) instead of after it.
+settled: its holdout rollouts start at once, and the search stops (a new proposal could not
+change the winner; the rest of the budget is not spent).
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ class BackgroundHoldouts:
 
         self._tasks.append(asyncio.create_task(holdout(), name=f"holdout:{cid}"))
 
-    async def settle_if_final(self, seeds: int) -> None:
-        """Start the winner's holdout evaluation now if no new candidate can replace it.
+    async def settle_if_final(self, seeds: int) -> str | None:
+        """Start the winner's holdout evaluation now if no new candidate can replace it; why,
+        or ``None`` when nothing was settled.
 
         The search calls this when nothing else is in flight and the budget left lets it
         score a new candidate on ``seeds`` train seeds at most. Only for a winner chosen on
@@ -78,22 +79,23 @@ class BackgroundHoldouts:
         """
         state, plan = self._state, self._plan
         if self.settled is not None or plan.selection_split != "train" or not plan.holdout:
-            return
+            return None
         if could_still_win(state, plan, seeds):
-            return
+            return None
         best = choose_on_train(state, self._baseline_id)
         if best == self._baseline_id or best in state.holdout:
-            return
+            return None
         await self.start(best, settled=True)
+        reason = (
+            f"the budget left could score a new candidate on {seeds} of "
+            f"{len(state.train_seeds)} train seeds at most, too few to beat "
+            f"{best}'s train mean of {state.train_mean(best):.3f}"
+        )
         await self._events.emit(
             "settled",
-            {
-                "candidate_id": best,
-                "reason": f"the budget left could score a new candidate on {seeds} of "
-                f"{len(state.train_seeds)} train seeds at most, too few to beat "
-                f"{state.train_mean(best):.3f}; its holdout evaluation starts now",
-            },
+            {"candidate_id": best, "reason": f"{reason}; its holdout evaluation starts now"},
         )
+        return reason
 
     async def wait(self) -> None:
         """Until every holdout evaluation started has ended."""

@@ -273,12 +273,13 @@ async def test_no_reflection_is_asked_when_the_budget_left_is_only_a_gate(tmp_pa
     assert result.evidence["rollouts"]["paid"] == 80
 
 
-async def test_the_winner_is_measured_on_holdout_while_a_last_hopeless_child_is_written(
+async def test_the_search_stops_when_the_winner_is_settled_and_no_hopeless_child_is_written(
     tmp_path: Path,
 ) -> None:
-    # At 78 calls the last child can be scored on 6 of 12 train seeds: even with full marks
+    # At 78 calls the last child could be scored on 6 of 12 train seeds: even with full marks
     # there and nothing elsewhere it could not beat the best's mean, so the winner is settled.
-    # Its holdout rollouts run while that child is written, not after the search.
+    # Its holdout rollouts start at once, and the search stops: that child is never written
+    # (its reflection and its rollouts could not change the winner).
     container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
     events: list[Event] = []
     result = await _run(
@@ -286,19 +287,20 @@ async def test_the_winner_is_measured_on_holdout_while_a_last_hopeless_child_is_
     )
     settled = [e.data["candidate_id"] for e in events if e.type == "settled"]
     assert settled == [result.best_candidate_id] != [result.baseline_candidate_id]
+    at = next(i for i, e in enumerate(events) if e.type == "settled")
+    assert not [e for e in events[at:] if e.type in ("iteration", "candidate")]
+    assert not [e for e in events if e.type == "scored" and e.data["split"] == "train_partial"]
+    assert "too few to beat" in result.evidence["stop_reason"]
     holdout = set(program(LABELS)["seeds"]["holdout"])
-    stopped = next(i for i, e in enumerate(events) if e.type == "search_stopped")
-    measured = [
-        i
-        for i, e in enumerate(events)
+    measured = {
+        t["seed"]
+        for e in events
         if e.type == "trials"
         for t in e.data["trials"]
-        if t["candidate_id"] == result.best_candidate_id and t["seed"] in holdout
-    ]
-    assert len(measured) >= 1 and max(measured) < stopped
-    partial = [e.data for e in events if e.type == "scored" and e.data["split"] == "train_partial"]
-    assert partial and partial[0]["seeds"] < partial[0]["of"]  # the search still spent its tail
-    assert result.evidence["rollouts"]["paid"] == 78
+        if t["candidate_id"] == result.best_candidate_id
+    }
+    assert holdout <= measured
+    assert result.evidence["rollouts"]["paid"] < 78 and result.promoted
     assert result.evidence["promotion"]["measured_seeds"] == len(holdout)
 
 
