@@ -132,28 +132,25 @@ class GepaSearch:
             )
 
     async def _step(self) -> bool | None:
-        """One iteration; True when it produced a new candidate, None when it only waited.
-
-        A step that only waits takes no iteration number and no minibatch: how often a worker
-        wakes while the others write depends on timing (how fast the store commits, the
-        machine's load), and the search's draws must not.
-        """
+        """One iteration; True when it produced a new candidate, None when it only waited."""
         self._check_room()
         await self._settle_if_final()
         parent_id: str | None = None
         async with self._ctx.lock:
+            self._iteration += 1
+            iteration = self._iteration
             pair = self.merges.due()
             if pair is None:
                 follow = self._acceptance.next_follow_up()
                 parent_id, broken = follow if follow else (self._parent(), [])
+            minibatch = self._ctx.sampler.next()
             best_at_start = self._ctx.best_id()
         if pair is not None:
-            self._iteration += 1
-            return await self.merges.merge(self._iteration, pair)
+            return await self.merges.merge(iteration, pair)
         if parent_id is None:  # nothing new to show yet: wait for news (at once if halted)
             await self._news()
             return None
-        return await self._mutate(parent_id, best_at_start, broken)
+        return await self._mutate(iteration, parent_id, minibatch, best_at_start, broken)
 
     def _check_room(self) -> None:
         """Raise ``BudgetExhausted`` when the budget left could not score a new child past its
@@ -252,18 +249,17 @@ class GepaSearch:
                 task.cancel()
 
     async def _mutate(
-        self, parent_id: str, best_at_start: str | None, broken: Sequence[str] = ()
+        self,
+        iteration: int,
+        parent_id: str,
+        rotation: list[str],
+        best_at_start: str | None,
+        broken: Sequence[str] = (),
     ) -> bool | None:
-        """A proposal on ``parent_id``: it takes the next minibatch and iteration number only
-        once it is sure to be written (``Showing.choose``), not when it waits."""
         await self._showing.learn_kinds(parent_id)
-        pending, sampler = self._acceptance.pending, self._ctx.sampler
+        pending = self._acceptance.pending
         async with self._ctx.lock:
-            shown = self._showing.choose(parent_id, sampler.peek(), broken, bool(pending))
-            if shown is not None:
-                sampler.next()
-                self._iteration += 1
-                iteration = self._iteration
+            shown = self._showing.choose(parent_id, rotation, broken, accepting=bool(pending))
         if shown is None:  # what it would be shown is being fixed: wait for the new best
             await asyncio.wait(set(pending), return_when=asyncio.FIRST_COMPLETED)
             return None

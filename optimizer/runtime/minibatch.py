@@ -32,16 +32,6 @@ class MinibatchSampler:
         """Seeds per minibatch: ``size`` capped by the train split."""
         return self._size
 
-    def peek(self) -> list[str]:
-        """The minibatch :meth:`next` would hand out now, not taken (the order and the rng
-        are left as they were)."""
-        order, state = list(self._order), self._rng.getstate()
-        try:
-            return self.next()
-        finally:
-            self._order = order
-            self._rng.setstate(state)
-
     def next(self) -> list[str]:
         """The next minibatch of ``size`` distinct seeds (fewer when too few are left)."""
         self._order = [s for s in self._order if s not in self._skip]

@@ -128,13 +128,3 @@ def test_minibatches_leave_out_seeds_set_aside_meanwhile() -> None:
     later = [s for _ in range(5) for s in sampler.next()]
     assert not {"s0", "s1"} & set(later)
     assert {"s2", "s3", "s4", "s5"} <= set(later) and len(first) == 4
-
-
-def test_a_peeked_minibatch_is_the_next_one_and_is_not_taken() -> None:
-    seeds = [f"s{i}" for i in range(7)]
-    peeking = MinibatchSampler(seeds, 3, random.Random(5))
-    plain = MinibatchSampler(seeds, 3, random.Random(5))
-    for _ in range(8):  # across several epochs (each reshuffles with the rng)
-        for _ in range(3):
-            assert peeking.peek() == peeking.peek()
-        assert peeking.peek() == peeking.next() == plain.next()

@@ -996,17 +996,3 @@ def _deps(state: SearchState) -> SearchDeps:
         checkpoint=checkpoint,
         proposer_cost=lambda: 0.0,
     )
-
-
-async def test_a_worker_that_only_waits_takes_no_iteration_and_no_minibatch(
-    tmp_path: Path,
-) -> None:
-    # With four writers, some wait while a wave is judged, waking at each piece of news: how
-    # often depends on timing. Those waits must not use up iteration numbers or minibatches,
-    # or the search's draws would change with the store's speed or the machine's load.
-    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
-    events: list[Event] = []
-    await _run(tmp_path, container, proposer, events, proposals_in_flight=4)
-    numbers = sorted(e.data["iteration"] for e in events if e.type == "iteration")
-    assert len(numbers) >= 5
-    assert numbers == list(range(1, len(numbers) + 1))
