@@ -19,19 +19,21 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import aiosqlite
 
 from schemas.exceptions import WorkspaceError
-from workspace.conn import Conn, Row, SqliteConn
+from workspace.conn import SQLITE, Conn, Row, SqliteConn
 from workspace.migrations import SCHEMA_VERSION, check_version, migrate, needs_migration
 
 __all__ = ["Database"]
+
+T = TypeVar("T")
 
 
 class Database:
@@ -208,6 +210,23 @@ class Database:
             except sqlite3.Error as exc:
                 raise WorkspaceError(self._write_failed(exc)) from exc
 
+    async def at_once(self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body`` in one ``BEGIN IMMEDIATE ... COMMIT`` transaction run whole on the
+        connection's thread: one round trip to it instead of one per statement (each about
+        150 us of CPU), for the writes on the rollout queue's hot path.
+
+        ``body`` awaits nothing but its connection's statements, which run there at once;
+        awaiting anything else is a ``WorkspaceError`` (and rolls the transaction back).
+        Committed (durable) when it returns; any exception rolls it back. Once queued it
+        runs to its end even if the caller is cancelled.
+        """
+        conn = self._writer()
+        async with self._lock:
+            try:
+                return await asyncio.shield(conn._execute(_whole, conn._conn, body))
+            except sqlite3.Error as exc:
+                raise WorkspaceError(self._write_failed(exc)) from exc
+
     def _writer(self) -> aiosqlite.Connection:
         conn = self._connection()
         if self.readonly:
@@ -262,3 +281,55 @@ class _OneStatement(SqliteConn):
         """Run the one statement once per parameter row (one ``executemany``)."""
         self._take()
         await super().executemany(sql, rows)
+
+
+def _whole(raw: sqlite3.Connection, body: Callable[[Conn], Awaitable[T]]) -> T:
+    """On the connection's thread: ``body`` between ``BEGIN IMMEDIATE`` and ``COMMIT``."""
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        result = _drive(body(_ThreadConn(raw)))
+        raw.execute("COMMIT")
+    except BaseException:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _drive(step: Awaitable[T]) -> T:
+    """The result of a coroutine that never suspends (its statements run at once)."""
+    coro: Coroutine[Any, Any, T] = step  # type: ignore[assignment]
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise WorkspaceError(
+        "a transaction run at once (Database.at_once) awaited something besides its "
+        "statements; use Database.write() for that"
+    )
+
+
+class _ThreadConn:
+    """The connection of :meth:`Database.at_once`, on its thread: each statement runs at once."""
+
+    dialect = SQLITE
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self._raw = raw
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """The rows of one statement."""
+        return list(self._raw.execute(sql, params).fetchall())
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        return self._raw.execute(sql, params).rowcount
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one statement once per parameter row."""
+        self._raw.executemany(sql, rows)
+
+    async def fetch_each(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[list[Row]]:
+        """Run one statement (``... RETURNING``) once per parameter row; each run's rows."""
+        return [list(self._raw.execute(sql, params).fetchall()) for params in rows]

@@ -19,11 +19,11 @@ import asyncio
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from schemas.config import RunConfig
 from schemas.exceptions import RunLeased, UserError, WorkspaceError
@@ -41,6 +41,7 @@ from workspace import candidates, events, frontier, removal, rollouts, runs, tri
 from workspace.backends import backend_for
 from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace, strict_json
 from workspace.conn import Conn
+from workspace.db import Database
 from workspace.lease import (
     Lease,
     Takeover,
@@ -58,6 +59,8 @@ from workspace.redact import Scrubber
 from workspace.runfolder import check_run_id
 
 __all__ = ["DEFAULT_WORKSPACE", "Workspace", "resolve_workspace"]
+
+T = TypeVar("T")
 
 
 class Workspace:
@@ -168,14 +171,17 @@ class Workspace:
             "error": self.scrubber.text(error) if error is not None else None,
             "state": self.scrubber.value(state) if state is not None else None,
         }  # fmt: skip
-        async with self._db.write() as conn:
+
+        async def write(conn: Conn) -> RunRecord:
             current = await runs.fetch_run(conn, run_id, self.location, lock=True)
             data = current.model_dump()
             data.update({k: v for k, v in changes.items() if v is not None})
             data["updated_at"] = time.time()
             updated = RunRecord.model_validate(data)
             await runs.replace_run(conn, updated)
-        return updated
+            return updated
+
+        return await self._db.at_once(write)
 
     async def delete_run(self, run_id: str) -> dict[str, int]:
         """Delete the run, its rows and its folder; counts of the rows deleted by table.
@@ -264,12 +270,22 @@ class Workspace:
                 await runs.require_run(conn, run_id, self.location)
             raise
 
+    async def _write_to_run_at_once(self, run_id: str, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``_write_to_run`` of a body run whole in one round trip (``Database.at_once``)."""
+        try:
+            return await self._db.at_once(body)
+        except Exception:
+            async with self._db.read() as conn:
+                await runs.require_run(conn, run_id, self.location)
+            raise
+
     # candidates
 
     async def add_candidate(self, record: CandidateRecord) -> bool:
         """Store a candidate; ``False`` if ``(run_id, candidate_id)`` was already there."""
-        async with self._write_to_run(record.run_id) as conn:
-            return await candidates.insert_candidate(conn, record)
+        return await self._write_to_run_at_once(
+            record.run_id, lambda conn: candidates.insert_candidate(conn, record)
+        )
 
     async def get_candidate(self, run_id: str, candidate_id: str) -> CandidateRecord:
         """One candidate of a run; unknown is a ``UserError``."""
@@ -312,14 +328,17 @@ class Workspace:
     async def record_paid_trials(self, run_id: str, records: Sequence[RolloutRecord]) -> list[int]:
         """``record_rollouts`` and ``link_trials`` (as paid) in one transaction; the row ids.
 
-        The rollout queue's hot path: one commit per batch instead of two.
+        The rollout queue's hot path: one round trip to SQLite's connection thread per batch
+        (``Database.at_once``), where the records are also encoded, off the event loop.
         """
         if not records:
             return []
         if self.readonly:
             raise WorkspaceError(f"workspace {self.location} is opened read-only")
-        rows = await asyncio.to_thread(self._encode_rollouts, list(records))
-        async with self._write_to_run(run_id) as conn:
+        ready = await self._encoded_off_loop(records)
+
+        async def write(conn: Conn) -> list[int]:
+            rows = ready if ready is not None else self._encode_rollouts(list(records))
             ids = await rollouts.insert_rollouts(conn, records, rows)
             paid = [
                 Trial(
@@ -334,7 +353,19 @@ class Workspace:
                 for r, i in zip(records, ids, strict=True)
             ]
             await trials.insert_trials(conn, run_id, paid)
-        return ids
+            return ids
+
+        return await self._write_to_run_at_once(run_id, write)
+
+    async def _encoded_off_loop(
+        self, records: Sequence[RolloutRecord]
+    ) -> list[tuple[object, ...]] | None:
+        """The records encoded in a worker thread, or ``None`` on SQLite: a body run at once
+        runs on its connection's thread, off the event loop, and encodes them there (a
+        scrubbed, compressed trace can take milliseconds)."""
+        if isinstance(self._db, Database):
+            return None
+        return await asyncio.to_thread(self._encode_rollouts, list(records))
 
     def _encode_rollouts(self, records: list[RolloutRecord]) -> list[tuple[object, ...]]:
         encoded = []
@@ -377,8 +408,9 @@ class Workspace:
             raise WorkspaceError(f"link_trials({run_id!r}) got a trial of run {wrong[0].run_id!r}")
         if not trials_:
             return
-        async with self._write_to_run(run_id) as conn:
-            await trials.insert_trials(conn, run_id, trials_)
+        await self._write_to_run_at_once(
+            run_id, lambda conn: trials.insert_trials(conn, run_id, trials_)
+        )
 
     async def list_trials(
         self, run_id: str, *, offset: int = 0, limit: int = 100
@@ -398,9 +430,12 @@ class Workspace:
         self, run_id: str, frontier_: Mapping[str, Sequence[str]], scores: Mapping[str, float]
     ) -> None:
         """Replace the run's frontier: seed -> winning candidate ids, seed -> best score."""
-        async with self._db.write() as conn:
+
+        async def write(conn: Conn) -> None:
             await runs.require_run(conn, run_id, self.location, lock=True)
             await frontier.save_frontier(conn, run_id, frontier_, scores)
+
+        await self._db.at_once(write)
 
     async def load_frontier(self, run_id: str) -> tuple[dict[str, list[str]], dict[str, float]]:
         """The run's last saved frontier and scores (both empty if never saved)."""

@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from schemas import CandidateRecord, ModelUsage, RunConfig, Trial, UserError, WorkspaceError
-from tests.workspace.conftest import Store
+from tests.workspace.conftest import Store, make_rollout
 from workspace import Workspace, resolve_workspace
 
 CONFIG = RunConfig(containers=["http://127.0.0.1:9"], max_metric_calls=50, seed=3)
@@ -75,6 +75,7 @@ async def test_unknown_run_says_how_to_list_runs(ws: Workspace) -> None:
             ],
         ),
         ws.save_frontier("nope", {}, {}),
+        ws.record_paid_trials("nope", [make_rollout(run_id="nope")]),
         ws.write_file("nope", "report.md", "x"),
     ):
         with pytest.raises(UserError) as info:

@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import psycopg
 from psycopg.rows import RowMaker
@@ -35,6 +35,8 @@ from workspace.conn import POSTGRES, Conn, Row
 from workspace.location import mask_url
 from workspace.postgres.errors import bad_url, connect_failed, server_of
 from workspace.postgres.schema import PG_SCHEMA_VERSION, check_version, migrate, needs_migration
+
+T = TypeVar("T")
 
 __all__ = ["PgConn", "PostgresDatabase"]
 
@@ -255,6 +257,12 @@ class PostgresDatabase:
             await asyncio.shield(self._end(pool, conn, "COMMIT"))
         except psycopg.Error as exc:
             raise WorkspaceError(f"writing {self.where} failed: {exc}") from exc
+
+    async def at_once(self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body`` in one transaction (:meth:`write`): on PostgreSQL each statement is a
+        round trip to the server anyway."""
+        async with self.write() as conn:
+            return await body(conn)
 
     def write_one(self) -> AbstractAsyncContextManager[Conn]:
         """A write of one statement: on PostgreSQL a transaction like :meth:`write` (the event
