@@ -223,6 +223,9 @@ class Database:
         conn = self._writer()
         async with self._lock:
             try:
+                # aiosqlite's own way to run a function on its thread (``_execute``), with its
+                # sqlite3 connection (``_conn``): not public API; tests/workspace/test_at_once.py
+                # fails if a release changes them.
                 return await asyncio.shield(conn._execute(_whole, conn._conn, body))
             except sqlite3.Error as exc:
                 raise WorkspaceError(self._write_failed(exc)) from exc
