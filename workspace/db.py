@@ -193,23 +193,6 @@ class Database:
                 await asyncio.shield(self._rollback(conn))
                 raise WorkspaceError(self._write_failed(exc)) from exc
 
-    @asynccontextmanager
-    async def write_one(self) -> AsyncIterator[Conn]:
-        """A write of exactly one statement, which SQLite runs as its own transaction.
-
-        The connection is in autocommit mode, so a lone statement is atomic and durable by
-        itself: one round trip to the connection's thread instead of three (``BEGIN
-        IMMEDIATE``, the statement, ``COMMIT``), each about 150 us of CPU. A second statement
-        in the body is a ``WorkspaceError`` (it would not share the first one's transaction).
-        A statement once queued completes even if the caller is cancelled.
-        """
-        conn = self._writer()
-        async with self._lock:
-            try:
-                yield _OneStatement(conn)
-            except sqlite3.Error as exc:
-                raise WorkspaceError(self._write_failed(exc)) from exc
-
     async def at_once(self, body: Callable[[Conn], Awaitable[T]]) -> T:
         """``body`` in one ``BEGIN IMMEDIATE ... COMMIT`` transaction run whole on the
         connection's thread: one round trip to it instead of one per statement (each about
@@ -253,37 +236,6 @@ class Database:
             # "no transaction is active": SQLite already rolled back (e.g. after SQLITE_FULL).
             if "no transaction" not in str(exc):
                 raise
-
-
-class _OneStatement(SqliteConn):
-    """The connection of :meth:`Database.write_one`: it runs one statement, then refuses."""
-
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        super().__init__(conn)
-        self._used = False
-
-    def _take(self) -> None:
-        if self._used:
-            raise WorkspaceError(
-                "a one-statement write ran a second statement; use Database.write() for a "
-                "transaction of several"
-            )
-        self._used = True
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        """The rows of the one statement."""
-        self._take()
-        return await super().fetchall(sql, params)
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run the one statement; the number of rows it changed."""
-        self._take()
-        return await super().execute(sql, params)
-
-    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        """Run the one statement once per parameter row (one ``executemany``)."""
-        self._take()
-        await super().executemany(sql, rows)
 
 
 def _whole(raw: sqlite3.Connection, body: Callable[[Conn], Awaitable[T]]) -> T:

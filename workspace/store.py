@@ -19,8 +19,7 @@ import asyncio
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -249,29 +248,16 @@ class Workspace:
             return None
         return current
 
-    @asynccontextmanager
-    async def _write_to_run(
-        self, run_id: str, *, one_statement: bool = False
-    ) -> AsyncIterator[Conn]:
-        """A write transaction of rows that belong to run ``run_id`` (candidates, trials,
-        events), whose foreign keys reject a run that does not exist.
+    async def _write_to_run(self, run_id: str, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body``, a write of rows that belong to run ``run_id`` (candidates, trials,
+        events), whose foreign keys reject a run that does not exist, run whole in one round
+        trip (``Database.at_once``).
 
         The run is looked up only when the write fails, to report an unknown run as the
-        unknown-run ``UserError``; any other failure is raised as it is. Asking first would cost
-        one more statement per write, and on SQLite each statement is a round trip to the
-        connection's thread: about 150 us of CPU, on the rollout queue's and the event log's
-        hot paths. ``one_statement``: the body runs one statement (``Database.write_one``).
+        unknown-run ``UserError``; any other failure is raised as it is. Asking first would
+        cost one more statement per write, on the rollout queue's and the event log's hot
+        paths.
         """
-        try:
-            async with self._db.write_one() if one_statement else self._db.write() as conn:
-                yield conn
-        except Exception:
-            async with self._db.read() as conn:
-                await runs.require_run(conn, run_id, self.location)
-            raise
-
-    async def _write_to_run_at_once(self, run_id: str, body: Callable[[Conn], Awaitable[T]]) -> T:
-        """``_write_to_run`` of a body run whole in one round trip (``Database.at_once``)."""
         try:
             return await self._db.at_once(body)
         except Exception:
@@ -283,7 +269,7 @@ class Workspace:
 
     async def add_candidate(self, record: CandidateRecord) -> bool:
         """Store a candidate; ``False`` if ``(run_id, candidate_id)`` was already there."""
-        return await self._write_to_run_at_once(
+        return await self._write_to_run(
             record.run_id, lambda conn: candidates.insert_candidate(conn, record)
         )
 
@@ -355,7 +341,7 @@ class Workspace:
             await trials.insert_trials(conn, run_id, paid)
             return ids
 
-        return await self._write_to_run_at_once(run_id, write)
+        return await self._write_to_run(run_id, write)
 
     async def _encoded_off_loop(
         self, records: Sequence[RolloutRecord]
@@ -408,9 +394,7 @@ class Workspace:
             raise WorkspaceError(f"link_trials({run_id!r}) got a trial of run {wrong[0].run_id!r}")
         if not trials_:
             return
-        await self._write_to_run_at_once(
-            run_id, lambda conn: trials.insert_trials(conn, run_id, trials_)
-        )
+        await self._write_to_run(run_id, lambda conn: trials.insert_trials(conn, run_id, trials_))
 
     async def list_trials(
         self, run_id: str, *, offset: int = 0, limit: int = 100
@@ -449,8 +433,9 @@ class Workspace:
     ) -> Event:
         """Append to the event log; the returned event carries its monotonic ``seq``."""
         clean = self.scrubber.value(data or {})
-        async with self._write_to_run(run_id, one_statement=True) as conn:
-            return await events.append_event(conn, run_id, type, clean)
+        return await self._write_to_run(
+            run_id, lambda conn: events.append_event(conn, run_id, type, clean)
+        )
 
     async def events_since(
         self, run_id: str | None, after_seq: int = 0, limit: int = 1000

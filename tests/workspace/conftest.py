@@ -8,6 +8,7 @@ as another process (or host) would have left them.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -99,3 +100,23 @@ def make_rollout(
 @pytest.fixture
 def rollout() -> RolloutFactory:
     return make_rollout
+
+
+def count_round_trips(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record each call queued to the connection's thread and each hop to a worker thread."""
+    raw = ws._db._conn
+    assert raw is not None
+    queued: list[str] = []
+    execute = raw._execute
+
+    async def counting(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        queued.append(getattr(fn, "__name__", repr(fn)))
+        return await execute(fn, *args, **kwargs)
+
+    async def to_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        queued.append(f"to_thread {getattr(fn, '__name__', repr(fn))}")
+        return fn(*args, **kwargs)
+
+    monkeypatch.setattr(raw, "_execute", counting)
+    monkeypatch.setattr(asyncio, "to_thread", to_thread)
+    return queued

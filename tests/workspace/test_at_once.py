@@ -4,36 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from typing import Any
 
 import pytest
 
 from schemas import RunConfig, WorkspaceError
-from tests.workspace.conftest import make_rollout
+from tests.workspace.conftest import count_round_trips, make_rollout
 from workspace import Workspace
 from workspace.conn import Conn
 
 CONFIG = RunConfig(containers=["http://127.0.0.1:9"])
-
-
-def _count_round_trips(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record each call queued to the connection's thread and each hop to a worker thread."""
-    raw = ws._db._conn
-    assert raw is not None
-    queued: list[str] = []
-    execute = raw._execute
-
-    async def counting(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        queued.append(getattr(fn, "__name__", repr(fn)))
-        return await execute(fn, *args, **kwargs)
-
-    async def to_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        queued.append(f"to_thread {getattr(fn, '__name__', repr(fn))}")
-        return fn(*args, **kwargs)
-
-    monkeypatch.setattr(raw, "_execute", counting)
-    monkeypatch.setattr(asyncio, "to_thread", to_thread)
-    return queued
 
 
 async def test_a_batch_of_paid_rollouts_is_one_round_trip_and_committed(
@@ -45,7 +24,7 @@ async def test_a_batch_of_paid_rollouts_is_one_round_trip_and_committed(
     async with Workspace(tmp_path / "ws") as ws:
         run_id = (await ws.create_run(CONFIG)).run_id
         records = [make_rollout(f"seed-{i}", run_id=run_id) for i in range(3)]
-        queued = _count_round_trips(ws, monkeypatch)
+        queued = count_round_trips(ws, monkeypatch)
         ids = await ws.record_paid_trials(run_id, records)
         assert queued == ["_whole"]
         with sqlite3.connect(tmp_path / "ws" / "workspace.sqlite") as other:

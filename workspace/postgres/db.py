@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar, TypeVar
 
 import psycopg
@@ -263,11 +263,6 @@ class PostgresDatabase:
         round trip to the server anyway."""
         async with self.write() as conn:
             return await body(conn)
-
-    def write_one(self) -> AbstractAsyncContextManager[Conn]:
-        """A write of one statement: on PostgreSQL a transaction like :meth:`write` (the event
-        log's append takes an advisory lock first, which needs one)."""
-        return self.write()
 
     @staticmethod
     async def _end(
