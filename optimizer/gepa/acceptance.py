@@ -6,6 +6,8 @@ What keeps parallel proposals as good as sequential ones happens here:
 - **Stacking** (``optimizer.gepa.stacking``). Children waiting for the same base are
   replayed on it and judged as one candidate on the whole train split; a stack that broke
   seeds its base solved is stacked again without the children to blame.
+  A child whose edit adds nothing (it only dropped or garbled text) is dropped when it was
+  written with children that add something.
 - **Rebasing.** A child written on the best while a sibling replaced that best is replayed on
   the new best and gated against it; one whose edit the best already has, or whose edit
   conflicts with what the best changed, is dropped.
@@ -83,8 +85,10 @@ class Acceptance:
             return
         # In flight: the child waits its turn to be gated and accepted in the background while
         # its worker writes its next proposal; every failure it was shown stays marked (its
-        # edit may fix any of them), so the next proposals are shown other failures.
-        targets = self._showing.failure_kinds(entry.parent_id, (*entry.minibatch, *entry.context))
+        # edit may fix any of them), so the next proposals are shown other failures. An edit
+        # that adds nothing is unlikely to fix them: they are shown to the next writers.
+        shown = (*entry.minibatch, *entry.context) if entry.adds else ()
+        targets = self._showing.failure_kinds(entry.parent_id, shown)
         self._showing.shown.update(targets)
         task = asyncio.create_task(self._settle(accept, targets))
         self.pending.add(task)
@@ -108,16 +112,35 @@ class Acceptance:
 
         Those waiting for the same best are first tried together as one stacked candidate
         (``_stack``); otherwise the child is rebased when its best was replaced (``_accept_one``).
+        A child whose edit adds nothing (``adds_words``) is dropped when siblings that add
+        something were written with it: their stack is judged without it, and without the
+        round of rollouts and the restack it would cost to find that it broke seeds. One
+        alone is gated as any child is.
         """
         try:
             if span is not None:
                 await self._gather(*span)
+            if not entry.adds and self._adding_siblings(entry):
+                await self._ctx.deps.events.emit(
+                    "skipped",
+                    {
+                        "iteration": entry.iteration,
+                        "candidate_id": entry.child.candidate_id,
+                        "reason": "its edit adds nothing and was written with edits that do",
+                    },
+                )
+                return
             async with self._ctx.accepting:
                 if entry.done or await self._stacking.stack(entry):
                     return
                 await self._accept_one(entry, parent_mb)
         finally:
             self.waiting.remove(entry)
+
+    def _adding_siblings(self, entry: Waiting) -> bool:
+        """Whether a child that adds something waits on ``entry``'s base, or was stacked."""
+        base = self.base_of(entry)
+        return any(w is not entry and w.adds and self.base_of(w) == base for w in self.waiting)
 
     async def _gather(self, began: float, ended: float) -> None:
         """Wait a little for the proposals asked for together with the one asked at ``began``.

@@ -36,6 +36,7 @@ from optimizer.gepa.gate import Gate
 from optimizer.gepa.merges import Merges
 from optimizer.gepa.parents import sample_parent
 from optimizer.gepa.showing import Showing, Shown, evaluations_of
+from optimizer.gepa.stacking import adds_words
 from optimizer.runtime.deps import SearchDeps
 from optimizer.runtime.dispatch import SeedResult
 from proposer import ProposalRequest
@@ -291,7 +292,13 @@ class GepaSearch:
             if child is None:
                 return False
             entry = Waiting(
-                iteration, child, parent_id, best_at_start, shown.minibatch, shown.context
+                iteration,
+                child,
+                parent_id,
+                best_at_start,
+                shown.minibatch,
+                shown.context,
+                adds=adds_words(parent, child),
             )
             self._acceptance.waiting.append(entry)  # queued before it stops counting as written
         finally:

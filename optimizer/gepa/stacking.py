@@ -11,6 +11,7 @@ that broke seeds its base solved is stacked again without the children to blame
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,7 @@ from schemas import CandidateRecord, content_hash
 if TYPE_CHECKING:
     from optimizer.gepa.acceptance import Acceptance
 
-__all__ = ["Stacking", "Waiting"]
+__all__ = ["Stacking", "Waiting", "adds_words"]
 
 
 @dataclass
@@ -38,6 +39,23 @@ class Waiting:
     context: list[str]
     done: bool = False  # accepted as part of a stack (``Acceptance._stack``)
     stackable: bool = True  # not yet in a stack that failed its gate
+    adds: bool = True  # its edit adds a word its parent lacks (``adds_words``)
+
+
+def adds_words(parent: CandidateRecord, child: CandidateRecord) -> bool:
+    """Whether ``child``'s edit adds a word ``parent`` lacks (counting repeats; case aside).
+
+    An edit that only deletes or reorders words (a dropped rule, a garbled one) cannot add
+    what another writer's edit needs; in a stack it can only break seeds, and finding that
+    takes a round of rollouts and a restack while every writer waits. Such a child is
+    gated on its own once its siblings are settled (``Acceptance``): a deletion may still
+    fix something (a rule that misled the student).
+    """
+    for name, text in child.components.items():
+        before = Counter(parent.components.get(name, "").lower().split())
+        if Counter(text.lower().split()) - before:
+            return True
+    return False
 
 
 def _removes(parent: CandidateRecord, child: CandidateRecord) -> bool:
@@ -72,7 +90,7 @@ class Stacking:
         blame (``_blame``). One that is worse than its base leaves each child to its own
         gate; one that only trades seeds with it is built on next (``follow_up``).
         """
-        if not entry.stackable:
+        if not entry.stackable or not entry.adds:
             return False
         base = self._acceptance.base_of(entry)
         merged, used = self._replay_on(base, entry)
@@ -269,14 +287,14 @@ class Stacking:
     def _replay_on(self, base: str, entry: Waiting) -> tuple[dict[str, str], list[Waiting]]:
         """The waiting children's edits replayed on ``base`` (``entry`` first), and who added one.
 
-        A child counts when its base (``_base_of``) is ``base`` and its three-way merge
-        applies cleanly and changes something.
+        A child counts when its base (``_base_of``) is ``base``, its edit adds something
+        (``adds_words``) and its three-way merge applies cleanly and changes something.
         """
         d = self._ctx.deps
         queue = [entry, *(w for w in self._acceptance.waiting if w is not entry and not w.done)]
         merged, used = dict(d.state.candidates[base].components), []
         for w in queue:
-            if not w.stackable or self._acceptance.base_of(w) != base:
+            if not w.stackable or not w.adds or self._acceptance.base_of(w) != base:
                 continue
             parent = d.state.candidates[w.parent_id].components
             m = merge_components(parent, merged, w.child.components)

@@ -127,6 +127,8 @@ class ScriptedProposer:
     # These proposals (1-based) drop the parent's last label line and add nothing: answers
     # that make the text worse, as real reflection models sometimes write.
     drops: frozenset[int] = frozenset()
+    # A line those answers add in place of the one they drop (a rewrite that lost a rule).
+    drop_adds: str | None = None
     # The n-th answer's text, or None for an unchanged text (overrides the rules above).
     script: Callable[[ProposalRequest, int], str | None] | None = None
 
@@ -153,8 +155,9 @@ class ScriptedProposer:
         if n in self.drops:
             lines = text.splitlines()
             last = max(i for i, line in enumerate(lines) if line.startswith("- "))
+            added = [self.drop_adds] if self.drop_adds else []
             return self._answer(
-                request, {"system_prompt": "\n".join(lines[:last] + lines[last + 1 :])}
+                request, {"system_prompt": "\n".join(lines[:last] + lines[last + 1 :] + added)}
             )
         shown = request.evaluations
         if self.from_context:

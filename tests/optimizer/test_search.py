@@ -805,16 +805,17 @@ async def test_a_stack_that_broke_seeds_is_stacked_again_without_the_child_to_bl
     tmp_path: Path,
 ) -> None:
     # Two children written at once on the "- ant" baseline: one adds bee, the other drops
-    # ant and adds nothing (an answer that made the text worse). Their stack is scored first
-    # on the seeds its base solves (ant's two, and two more to fill a round of four); it broke
-    # them, so the one whose edit removed a line is scored alone on those, and the stack is
-    # dropped there, its other 8 train seeds unpaid.
+    # ant and adds a line that fixes nothing (an answer that made the text worse). Their
+    # stack is scored first on the seeds its base solves (ant's two, and two more to fill a
+    # round of four); it broke them, so the one whose edit removed a line is scored alone on
+    # those, and the stack is dropped there, its other 8 train seeds unpaid.
     events = await _on_the_baseline(
         tmp_path,
         RuleContainer(_with_ant(LABELS)),
         delays=(1.0, 0.0),
         pick=lambda labels, n: "bee" if "bee" in labels else labels[0],
         drops=frozenset({2}),
+        drop_adds="- zzz",
         config={"concurrency": 4},
     )
     good, bad = [e.data["candidate_id"] for e in events if e.type == "candidate"][:2]
@@ -838,6 +839,44 @@ async def test_a_stack_that_broke_seeds_is_stacked_again_without_the_child_to_bl
     assert accepted["candidate_id"] == good
     train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
     assert train[good] == pytest.approx(2 / len(LABELS))
+
+
+async def test_an_edit_that_adds_nothing_is_dropped_when_written_with_edits_that_do(
+    tmp_path: Path,
+) -> None:
+    # Three children written at once on the "- ant" baseline: two add a label each, the
+    # second drops ant and adds nothing. Stacked, it could only break ant's seeds, and
+    # finding that would take a round of rollouts and a restack while the writers wait. The
+    # stack is the other two's edits, judged at once with no blame; the dropper is dropped.
+    events = await _on_the_baseline(
+        tmp_path,
+        RuleContainer(_with_ant(LABELS)),
+        delays=(0.5, 0.0, 0.0),
+        pick=lambda labels, n: labels[0],
+        drops=frozenset({2}),
+        config={"concurrency": 4},
+    )
+    first, dropper, third = [e.data["candidate_id"] for e in events if e.type == "candidate"][:3]
+    assert not [e for e in events if e.type == "blame"]
+    stack = next(e.data for e in events if e.type == "stack")
+    assert sorted(stack["children"]) == sorted([first, third])
+    gate = next(e.data for e in events if e.type == "gate")
+    assert gate["candidate_id"] == stack["candidate_id"] and gate["accepted"]
+    skipped = next(e.data for e in events if e.type == "skipped")
+    assert skipped["candidate_id"] == dropper and "adds nothing" in skipped["reason"]
+    touched = {e.data.get("candidate_id") for e in events if e.type in ("gate", "rebase")}
+    assert dropper not in touched
+
+
+async def test_an_edit_that_adds_nothing_written_alone_is_gated(tmp_path: Path) -> None:
+    # The same answer with no sibling: a deletion may fix something, so it is gated.
+    container, proposer = RuleContainer(_with_ant(LABELS)), ScriptedProposer(drops=frozenset({1}))
+    events: list[Event] = []
+    await _run(tmp_path, container, proposer, events, proposals_in_flight=1)
+    dropper = next(e.data for e in events if e.type == "candidate")["candidate_id"]
+    gate = next(e.data for e in events if e.type == "gate")
+    assert gate["candidate_id"] == dropper and not gate["accepted"]
+    assert not [e for e in events if e.type == "skipped" and "adds nothing" in e.data["reason"]]
 
 
 async def test_children_still_waiting_are_dropped_once_the_best_has_full_marks(
