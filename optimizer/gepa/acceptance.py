@@ -30,7 +30,7 @@ from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, Showing
 from optimizer.gepa.stacking import Stacking, Waiting
 from optimizer.runtime.deps import score_on_train
 from optimizer.runtime.dispatch import SeedResult
-from schemas import BudgetExhausted, CandidateRecord
+from schemas import BudgetExhausted, CandidateRecord, content_hash
 
 __all__ = ["CONFLICT", "REDUNDANT", "Acceptance", "Waiting"]
 
@@ -277,6 +277,8 @@ class Acceptance:
                 "rebased": record.candidate_id if record else None,
             },
         )
+        if record is None and content_hash(merged) == child.content_hash:
+            return child  # its edit held the best's already: the child itself is gated
         return record if record is not None else REDUNDANT
 
     async def full_train(self, candidate_id: str, against: str | tuple[str, str]) -> None:

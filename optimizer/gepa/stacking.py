@@ -134,17 +134,25 @@ class Stacking:
     async def _stacked(
         self, iteration: int, suffix: str, base: str, merged: dict[str, str], used: list[Waiting]
     ) -> CandidateRecord | None:
-        """The stack of ``used`` on ``base`` stored as a candidate, and announced."""
+        """The stack of ``used`` on ``base`` stored as a candidate, and announced.
+
+        A stack whose text exists already (one child's edit held the others': a model that
+        fixed two things where a sibling fixed one) is that candidate, judged as the stack.
+        """
         ids = [w.child.candidate_id for w in used]
-        record = await self._candidates.derive(
-            f"{iteration}{suffix}",
-            merged,
-            (base, *ids),
-            f"stacked: the edits of {', '.join(ids)} (written at the same time) replayed on "
-            f"{base}. " + " | ".join(w.child.rationale for w in used),
-            "merge",
-            iteration,
-        )
+        same = content_hash(merged)
+        existing = self._ctx.deps.state.candidates.values()
+        record = next((c for c in existing if c.content_hash == same), None)
+        if record is None:
+            record = await self._candidates.derive(
+                f"{iteration}{suffix}",
+                merged,
+                (base, *ids),
+                f"stacked: the edits of {', '.join(ids)} (written at the same time) replayed "
+                f"on {base}. " + " | ".join(w.child.rationale for w in used),
+                "merge",
+                iteration,
+            )
         if record is not None:
             await self._ctx.deps.events.emit(
                 "stack",
@@ -277,10 +285,7 @@ class Stacking:
                 merged = m
         if merged == dict(state.candidates[base].components):
             return
-        same = content_hash(merged)
-        record = next((c for c in state.candidates.values() if c.content_hash == same), None)
-        if record is None:
-            record = await self._stacked(iteration, "t", base, merged, rest)
+        record = await self._stacked(iteration, "t", base, merged, rest)
         if record is not None and await self._gate.on_train(iteration, record, against):
             await self._acceptance.full_train(record.candidate_id, against)
 

@@ -868,6 +868,27 @@ async def test_an_edit_that_adds_nothing_is_dropped_when_written_with_edits_that
     assert dropper not in touched
 
 
+async def test_a_stack_whose_text_one_child_wrote_already_is_that_child(tmp_path: Path) -> None:
+    # Two answers written at once on the baseline: one adds ant, the other ant and bee (a
+    # model that fixed two things). Their stack is the second child's text: it is judged
+    # as the stack and accepted, not refused as a duplicate (which left the first child
+    # gated alone and dropped the second as already in the best when rebased on it).
+    def answer(request: ProposalRequest, n: int) -> str:
+        text = request.parent.components["system_prompt"]
+        return f"{text}\n- ant" if n == 1 else f"{text}\n- ant\n- bee"
+
+    events = await _on_the_baseline(
+        tmp_path, RuleContainer(program(LABELS)), delays=(0.5, 0.0), script=answer
+    )
+    one, both = [e.data["candidate_id"] for e in events if e.type == "candidate"][:2]
+    stack = next(e.data for e in events if e.type == "stack")
+    assert stack["candidate_id"] == both and sorted(stack["children"]) == sorted([one, both])
+    gate = next(e.data for e in events if e.type == "gate")
+    assert gate["candidate_id"] == both and gate["accepted"]
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    assert train[both] == pytest.approx(2 / len(LABELS))
+
+
 async def test_an_edit_that_adds_nothing_written_alone_is_gated(tmp_path: Path) -> None:
     # The same answer with no sibling: a deletion may fix something, so it is gated.
     container, proposer = RuleContainer(_with_ant(LABELS)), ScriptedProposer(drops=frozenset({1}))
