@@ -30,7 +30,7 @@ from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, Showing
 from optimizer.gepa.stacking import Stacking, Waiting
 from optimizer.runtime.deps import score_on_train
 from optimizer.runtime.dispatch import SeedResult
-from schemas import BudgetExhausted, CandidateRecord, content_hash
+from schemas import BudgetExhausted, CandidateRecord
 
 __all__ = ["CONFLICT", "REDUNDANT", "Acceptance", "Waiting"]
 
@@ -138,7 +138,8 @@ class Acceptance:
             self.waiting.remove(entry)
 
     def _adding_siblings(self, entry: Waiting) -> bool:
-        """Whether a child that adds something waits on ``entry``'s base, or was stacked."""
+        """Whether another child on ``entry``'s base that adds something is still waiting or
+        being stacked (it leaves ``waiting`` once settled)."""
         base = self.base_of(entry)
         return any(w is not entry and w.adds and self.base_of(w) == base for w in self.waiting)
 
@@ -277,7 +278,7 @@ class Acceptance:
                 "rebased": record.candidate_id if record else None,
             },
         )
-        if record is None and content_hash(merged) == child.content_hash:
+        if record is None and merged == dict(child.components):
             return child  # its edit held the best's already: the child itself is gated
         return record if record is not None else REDUNDANT
 

@@ -119,7 +119,7 @@ class Candidates:
         """
         d = self._ctx.deps
         d.state.proposals[key] = None
-        self._showing.rejected(iteration, parents, reason, self._with_hash(repeated))
+        self._showing.rejected(iteration, parents, reason, self.with_hash(repeated))
         await d.events.emit(
             "proposal_rejected",
             {
@@ -131,7 +131,7 @@ class Candidates:
         )
         await d.checkpoint()
 
-    def _with_hash(self, chash: str | None) -> str | None:
+    def with_hash(self, chash: str | None) -> str | None:
         """The candidate whose text has content hash ``chash``."""
         if chash is None:
             return None

@@ -47,9 +47,10 @@ def adds_words(parent: CandidateRecord, child: CandidateRecord) -> bool:
 
     An edit that only deletes or reorders words (a dropped rule, a garbled one) cannot add
     what another writer's edit needs; in a stack it can only break seeds, and finding that
-    takes a round of rollouts and a restack while every writer waits. Such a child is
-    gated on its own once its siblings are settled (``Acceptance``): a deletion may still
-    fix something (a rule that misled the student).
+    takes a round of rollouts and a restack while every writer waits. Such a child is left
+    out of the stacks (``_replay_on``) and dropped when written with children that add
+    something (``Acceptance``); written alone it is gated, as a deletion may still fix
+    something (a rule that misled the student).
     """
     for name, text in child.components.items():
         before = Counter(parent.components.get(name, "").lower().split())
@@ -90,7 +91,7 @@ class Stacking:
         blame (``_blame``). One that is worse than its base leaves each child to its own
         gate; one that only trades seeds with it is built on next (``follow_up``).
         """
-        if not entry.stackable or not entry.adds:
+        if not entry.stackable:
             return False
         base = self._acceptance.base_of(entry)
         merged, used = self._replay_on(base, entry)
@@ -140,9 +141,8 @@ class Stacking:
         fixed two things where a sibling fixed one) is that candidate, judged as the stack.
         """
         ids = [w.child.candidate_id for w in used]
-        same = content_hash(merged)
-        existing = self._ctx.deps.state.candidates.values()
-        record = next((c for c in existing if c.content_hash == same), None)
+        same = self._candidates.with_hash(content_hash(merged))
+        record = self._ctx.deps.state.candidates[same] if same else None
         if record is None:
             record = await self._candidates.derive(
                 f"{iteration}{suffix}",
