@@ -5,7 +5,7 @@ A :class:`GepaMethod` plugs it into the runtime; the rest are its parts (pure wh
 
 from __future__ import annotations
 
-from optimizer.gepa.gate import gate_total, passes_gate, ties
+from optimizer.gepa.gate import gate_total, level, passes_gate
 from optimizer.gepa.merge3 import merge3, merge_components
 from optimizer.gepa.method import GepaMethod
 from optimizer.gepa.parents import ancestors, common_ancestor, complementary_pairs, sample_parent
@@ -21,10 +21,10 @@ __all__ = [
     "complementary_pairs",
     "evaluations_of",
     "gate_total",
+    "level",
     "merge3",
     "merge_components",
     "passes_gate",
     "sample_parent",
     "smoke_proposal",
-    "ties",
 ]

@@ -1,10 +1,11 @@
 """The gate: does a child earn a full train evaluation?
 
-A child must beat its best parent strictly on a minibatch (``passes_gate``, pure); one that
-ties its parent seed for seed is scored on more of the failures its proposal was shown
-(``Gate.extend``) until it is better or worse. A stack of several writers' edits is judged on
-the whole train split at once (``Gate.on_train``). A text that failed its gate may be gated
-again when a proposal writes it again (``Gate.regatable``).
+A child must beat its best parent strictly on a minibatch (``passes_gate``, pure); one whose
+total equals its parent's (``level``: the same seeds, or one seed gained and another lost) is
+scored on more of the failures its proposal was shown (``Gate.extend``) until it is better or
+worse. A stack of several writers' edits is judged on the whole train split at once
+(``Gate.on_train``). A text that failed its gate may be gated again when a proposal writes it
+again (``Gate.regatable``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from optimizer.runtime.deps import score_on_train
 from optimizer.runtime.dispatch import SeedResult
 from schemas import BudgetExhausted, CandidateRecord
 
-__all__ = ["MAX_REGATES", "Gate", "gate_total", "passes_gate", "ties"]
+__all__ = ["MAX_REGATES", "Gate", "gate_total", "level", "passes_gate"]
 
 # A text written again after it failed its gate is gated again this many times at most.
 MAX_REGATES = 2
@@ -49,16 +50,23 @@ def passes_gate(
     return child_total > best_parent
 
 
-def ties(
+def level(
     parents: Sequence[Mapping[str, float | None]],
     child: Mapping[str, float | None],
     seeds: Sequence[str],
 ) -> bool:
-    """The child scored exactly like its best parent on every seed both scored (no signal)."""
+    """The child's total equals its best parent's on the seeds both scored: no signal.
+
+    Either it scored like the parent seed for seed (it may have fixed a failure shown outside
+    the minibatch), or it gained some seeds and lost as many: a fix whose noisy student
+    slipped on a seed the parent passed, or an edit that trades one rule's seeds for a
+    look-alike's. Neither says it is worse.
+    """
     usable = [
         s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)
     ]
-    return any(all(abs((child[s] or 0.0) - (p[s] or 0.0)) < 1e-9 for s in usable) for p in parents)
+    best = max(gate_total(p, usable) for p in parents)
+    return abs(gate_total(child, usable) - best) < 1e-9
 
 
 def _rewards(results: Mapping[str, SeedResult]) -> dict[str, float | None]:
@@ -106,9 +114,9 @@ class Gate:
     ) -> bool:
         """Score ``child`` on ``seeds`` against its parent(s); whether it beat them strictly.
 
-        A child that scores exactly like its parent on every minibatch seed may have fixed a
-        failure the proposer was shown outside the minibatch: it is then scored on those
-        ``extension`` seeds too, a minibatch at a time, until it is better or worse overall.
+        A child whose minibatch total equals its parent's (``level``) is then scored on the
+        other failures its proposer was shown (``extension``) too, a minibatch at a time,
+        until it is better or worse overall.
         Its rollouts are reused by its full train evaluation if it passes.
         """
         d = self._ctx.deps
@@ -175,7 +183,8 @@ class Gate:
         seeds: list[str],
         extension: Sequence[str],
     ) -> tuple[list[str], Mapping[str, SeedResult]]:
-        """While the child ties its parent seed for seed, score both on more ``extension`` seeds.
+        """While the child's total is level with its parent's, score both on more ``extension``
+        seeds.
 
         Updates ``results`` (the parents' rollouts) in place; the parents' are cached when
         they were fully evaluated, so only the child's rollouts are paid.
@@ -184,7 +193,7 @@ class Gate:
         step = max(1, len(seeds))
         for at in range(0, len(extension), step):
             parents = [_rewards(r) for r in results]
-            if passes_gate(parents, _rewards(child_res), seeds) or not ties(
+            if passes_gate(parents, _rewards(child_res), seeds) or not level(
                 parents, _rewards(child_res), seeds
             ):
                 break

@@ -126,6 +126,32 @@ async def test_a_fix_of_a_failure_shown_outside_the_minibatch_passes_on_the_exte
     assert max(container.calls.values()) == 1  # the gate's rollouts were reused on train
 
 
+async def test_a_fix_that_slips_on_a_seed_its_parent_passed_is_scored_on_the_extension(
+    tmp_path: Path,
+) -> None:
+    # The baseline knows ant and bee. The first child adds the label of the failure it was
+    # shown and fixes it, but its noisy student slips on the seed the parent passed in the
+    # same minibatch: one seed gained, one lost, the totals level. That is no sign of worse:
+    # both are scored on the other failures it was shown, where the fix shows.
+    prog = program(LABELS)
+    prog["components"][0]["text"] = "\n".join([BASELINE, "- ant", "- bee"])
+    slipped: set[str] = set()
+
+    def slips(prompt: str, seed: str) -> bool:
+        if prompt.count("\n- ") < 3 or slipped or not seed.startswith(("ant", "bee")):
+            return False
+        slipped.add(seed)  # the first child's first passed seed, once
+        return True
+
+    container, proposer = RuleContainer(prog, slips=slips), ScriptedProposer()
+    events: list[Event] = []
+    await _run(tmp_path, container, proposer, events, proposals_in_flight=1, concurrency=2)
+    first = next(e.data for e in events if e.type == "gate")
+    assert slipped <= set(first["minibatch"][:2])  # the slip was in the minibatch
+    assert len(first["minibatch"]) > 2  # levelled there, so it was extended
+    assert first["accepted"] and first["child_score"] > first["parent_score"]
+
+
 async def test_a_child_that_fixes_nothing_is_rejected_after_every_seed_it_was_shown(
     tmp_path: Path,
 ) -> None:
