@@ -29,25 +29,31 @@ def gate_total(scores: Mapping[str, float | None], seeds: Sequence[str]) -> floa
     return sum(v for s in seeds if (v := scores.get(s)) is not None)
 
 
+def _margin(
+    parents: Sequence[Mapping[str, float | None]],
+    child: Mapping[str, float | None],
+    seeds: Sequence[str],
+) -> float | None:
+    """The child's total minus its best parent's over the seeds all of them scored (``None``
+    when there are none): seeds where one errored are left out, so an infrastructure fault
+    can neither pass nor fail a child on its own."""
+    usable = [
+        s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)
+    ]
+    if not usable:
+        return None
+    return gate_total(child, usable) - max(gate_total(p, usable) for p in parents)
+
+
 def passes_gate(
     parents: Sequence[Mapping[str, float | None]],
     child: Mapping[str, float | None],
     seeds: Sequence[str],
 ) -> bool:
     """A child must beat its best parent strictly (a merge that only ties its parents adds
-    nothing but a full train evaluation).
-
-    Seeds where the child errored are compared only where both scored, so an
-    infrastructure fault can neither pass nor fail a child on its own.
-    """
-    usable = [
-        s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)
-    ]
-    if not usable:
-        return False
-    child_total = gate_total(child, usable)
-    best_parent = max(gate_total(p, usable) for p in parents)
-    return child_total > best_parent
+    nothing but a full train evaluation), on the seeds both scored (``_margin``)."""
+    margin = _margin(parents, child, seeds)
+    return margin is not None and margin > 0
 
 
 def level(
@@ -60,13 +66,10 @@ def level(
     Either it scored like the parent seed for seed (it may have fixed a failure shown outside
     the minibatch), or it gained some seeds and lost as many: a fix whose noisy student
     slipped on a seed the parent passed, or an edit that trades one rule's seeds for a
-    look-alike's. Neither says it is worse.
+    look-alike's. Neither says it is worse. With no seed both scored, nothing says either.
     """
-    usable = [
-        s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)
-    ]
-    best = max(gate_total(p, usable) for p in parents)
-    return abs(gate_total(child, usable) - best) < 1e-9
+    margin = _margin(parents, child, seeds)
+    return margin is None or abs(margin) < 1e-9
 
 
 def _rewards(results: Mapping[str, SeedResult]) -> dict[str, float | None]:
@@ -193,9 +196,7 @@ class Gate:
         step = max(1, len(seeds))
         for at in range(0, len(extension), step):
             parents = [_rewards(r) for r in results]
-            if passes_gate(parents, _rewards(child_res), seeds) or not level(
-                parents, _rewards(child_res), seeds
-            ):
+            if not level(parents, _rewards(child_res), seeds):  # better or worse: decided
                 break
             chunk = [s for s in extension[at : at + step] if s not in seeds]
             for i, p in enumerate(parent_ids):
