@@ -31,6 +31,8 @@ class SearchContext:
     stopped: asyncio.Event = field(default_factory=asyncio.Event)  # set with ``stop``
     stop: str | None = None  # why the search ended; the first reason wins
     solved: bool = False  # a candidate scored full marks on every train seed
+    # The baseline's train seeds still being scored: the search started on its first round.
+    unscored: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, deps: SearchDeps) -> SearchContext:

@@ -37,6 +37,7 @@ from optimizer.gepa.merges import Merges
 from optimizer.gepa.parents import sample_parent
 from optimizer.gepa.showing import Showing, Shown, evaluations_of
 from optimizer.gepa.stacking import adds_words
+from optimizer.runtime.baseline import BaselineScores
 from optimizer.runtime.deps import SearchDeps
 from optimizer.runtime.dispatch import SeedResult
 from proposer import ProposalRequest
@@ -59,9 +60,13 @@ NOTHING_TO_FIX = (
 class GepaSearch:
     """Runs iterations until a budget is reached or the search goes idle."""
 
-    def __init__(self, deps: SearchDeps) -> None:
+    def __init__(self, deps: SearchDeps, scoring: BaselineScores | None = None) -> None:
         self._ctx = ctx = SearchContext.of(deps)
         self._d = deps
+        self._scoring = scoring  # the baseline's train rest, while it is scored
+        self._scored: asyncio.Task[None] | None = None  # its end, as this search takes it in
+        if scoring is not None:
+            ctx.unscored = scoring.unscored
         self._showing = Showing(ctx)
         self._gate = Gate(ctx)
         self._candidates = Candidates(ctx, self._gate, self._showing)
@@ -79,6 +84,8 @@ class GepaSearch:
 
     async def run(self) -> str:
         """Search until stopped; returns the reason."""
+        if self._scoring is not None:
+            self._scored = asyncio.create_task(self._take_in_baseline(self._scoring))
         workers = [asyncio.create_task(self._worker()) for _ in range(self._ctx.in_flight)]
         best = self._d.state.best()
         self._best_mean = best[1] if best else None
@@ -89,9 +96,26 @@ class GepaSearch:
             while pending and not self._ctx.solved:
                 await asyncio.gather(*list(pending))
         finally:
-            for task in [*workers, *pending]:
+            for task in [*workers, *pending, *([self._scored] if self._scored else [])]:
                 task.cancel()
         return self._ctx.stop or "stopped"
+
+    async def _take_in_baseline(self, scoring: BaselineScores) -> None:
+        """Once the baseline's whole train split is scored: its failures are grouped again
+        (the first writers saw its first round's), every train seed may be a passing seed of
+        a minibatch, and patience counts from its full mean."""
+        await scoring.finish()
+        async with self._ctx.lock:
+            self._ctx.unscored = frozenset()
+            await self._showing.relearn_kinds(scoring.candidate_id)
+            best = self._d.state.best()
+            self._best_mean = best[1] if best else None
+
+    async def _baseline_in(self) -> None:
+        """Until the baseline's whole train split is scored and taken in: a child is judged
+        against its parent's full train scores."""
+        if self._scored is not None:
+            await asyncio.shield(self._scored)
 
     async def _worker(self) -> None:
         while self._ctx.stop is None:
@@ -301,6 +325,7 @@ class GepaSearch:
                 adds=adds_words(parent, child),
             )
             self._acceptance.waiting.append(entry)  # queued before it stops counting as written
+            await self._baseline_in()
         finally:
             span = await self._candidates.written_out(iteration)
         await self._acceptance.start(entry, parent_mb, span)

@@ -216,7 +216,8 @@ class Showing:
             failing = self._share_of(failing, kind, shown)
         fresh = [s for s in failing if not any(shown[s])]
         chosen = failing[: min(len(failing), -(-size // 2))]
-        passing = [s for s in rotation if s not in all_failing]
+        # A seed still being scored (``SearchContext.unscored``) is not known to pass.
+        passing = [s for s in rotation if s not in all_failing and s not in self._ctx.unscored]
         rest = passing + [s for s in failing if s not in chosen]  # failing: fresh kinds first
         minibatch = chosen + rest[: size - len(chosen)]
         pool = [s for s in (fresh or failing) if s not in minibatch]
@@ -262,6 +263,20 @@ class Showing:
         self._kinds[parent_id] = {
             seed: failure_kind(seed, r.record.feedback) for seed, r in found.items()
         }
+
+    async def relearn_kinds(self, parent_id: str) -> None:
+        """Group the parent's failures again: its train row grew (the baseline's rest is in).
+
+        A parent each of whose kinds was shown stays so: its writers took its failures as a
+        whole, as they split them all when all are known. A writer freed by the new kinds
+        would otherwise write on it while its writers' stack is judged, out of step with
+        them (the early-parent trials of docs/race.md).
+        """
+        covered = self._covered(parent_id, self._asked)
+        self._kinds.pop(parent_id, None)
+        await self.learn_kinds(parent_id)
+        if covered:
+            self._asked[parent_id].update(self._kinds.get(parent_id, {}).values())
 
     def failure_kinds(self, parent_id: str, seeds: Sequence[str]) -> list[str]:
         """The parent's failing ``seeds`` and their kinds, once each: what ``shown`` marks."""

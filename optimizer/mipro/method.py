@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from optimizer.mipro.sampler import load_optuna
 from optimizer.mipro.search import InstructionSource, MiproSearch
 from optimizer.mipro.surface import surface_for
 from optimizer.runtime.deps import SearchDeps
+from optimizer.runtime.dispatch import SeedResult
 from optimizer.runtime.strategy import SearchStart
 from schemas import RunConfig, UserError
 
@@ -18,6 +21,12 @@ class MiproMethod:
     def prepare(self, config: RunConfig) -> None:
         """Fail before the baseline is paid for when the ``[mipro]`` extra (optuna) is missing."""
         load_optuna()
+
+    def starts_on_first_round(
+        self, config: RunConfig, first_round: Mapping[str, SeedResult]
+    ) -> bool:
+        """No: its candidates are built from the baseline's whole train split."""
+        return False
 
     def build(self, deps: SearchDeps, start: SearchStart) -> MiproSearch:
         """The search over the program's template surface, seeded with the baseline's results."""

@@ -24,17 +24,17 @@ import asyncio
 import functools
 import random
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from optimizer.runtime.baseline import BaselineScores, score_baseline
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient, RetryPolicy
 from optimizer.runtime.deps import ProposerLike, SearchDeps
-from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult
+from optimizer.runtime.dispatch import ErrorGate, RolloutQueue
 from optimizer.runtime.events import EventSink, Listener
 from optimizer.runtime.evidence import EvidenceInputs, write_evidence
 from optimizer.runtime.guard import RunGuard
@@ -279,12 +279,14 @@ class Run:
         holdouts = BackgroundHoldouts(
             queue, parts.state, parts.plan, parts.budget, parts.base.candidate_id, self.events
         )
-        train = await self._baseline(queue, parts, holdouts)
+        baseline = await self._baseline(queue, parts, holdouts)
         await self.phase("searching")
         try:
-            stop = await self._search(self._deps(queue, parts, holdouts), parts, train)
+            stop = await self._search(self._deps(queue, parts, holdouts), parts, baseline)
+            await baseline.finish()
             await holdouts.wait()
         finally:
+            await baseline.cancel()
             await holdouts.cancel()
             if self.proposer is None:  # made here (one given to the run is the caller's)
                 await parts.proposer.aclose()
@@ -410,32 +412,38 @@ class Run:
 
     async def _baseline(
         self, queue: RolloutQueue, parts: _Parts, holdouts: BackgroundHoldouts
-    ) -> dict[str, SeedResult]:
+    ) -> BaselineScores:
         """The baseline on train now, and on holdout in the background (the reference).
 
         Holdout scores are needed only at promotion, so they are paid for while the first
         proposals are written instead of before, behind the search's own rollouts (a gate
         does not wait for them); their calls are booked here, before the search looks at
-        its budget.
+        its budget. With several proposals in flight, the search may start on the train
+        split's first round, the rest scored behind it (:mod:`optimizer.runtime.baseline`).
         """
-        state, base, plan = parts.state, parts.base, parts.plan
-        cid = base.candidate_id
-        train = await queue.evaluate(cid, base.components, plan.train, final=True)
-        state.set_train(cid, {s: r.reward for s, r in train.items()})
-        await self.events.emit(
-            "scored",
-            {"candidate_id": cid, "split": "train", "mean": state.train_mean(cid),
-             "best_seed": state.train_best(cid)},
-        )  # fmt: skip
-        await holdouts.start(cid)
-        return train
+        cfg = self.config
+        several = parts.plan.search and (cfg.proposals_in_flight or 1) > 1
+        scores = await score_baseline(
+            queue,
+            parts.state,
+            parts.budget,
+            self.events,
+            parts.base,
+            first_round=cfg.concurrency if several else None,
+            starts=functools.partial(self.method.starts_on_first_round, cfg),
+        )
+        await holdouts.start(parts.base.candidate_id)
+        return scores
 
-    async def _search(
-        self, deps: SearchDeps, parts: _Parts, train: Mapping[str, SeedResult]
-    ) -> str:
+    async def _search(self, deps: SearchDeps, parts: _Parts, baseline: BaselineScores) -> str:
         """The method's search, or (when the plan has none) one unevaluated smoke proposal."""
         plan = parts.plan
-        start = SearchStart(parts.program, parts.base.candidate_id, train)
+        start = SearchStart(
+            parts.program,
+            parts.base.candidate_id,
+            baseline.train,
+            baseline if baseline.rest is not None else None,
+        )
         if plan.search:
             deps.refresh_reserve()
             return await self.method.build(deps, start).run()

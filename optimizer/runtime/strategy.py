@@ -7,6 +7,7 @@ package with one ``SearchMethod`` and one entry in that registry; no runtime fil
 
     method = method_of(searches, config)   # refused at once when the method is unknown
     method.prepare(config)                 # before any rollout is paid (e.g. an extra missing)
+    method.starts_on_first_round(config, first_round)   # start before the baseline is all in?
     reason = await method.build(deps, start).run()
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from optimizer.runtime.baseline import BaselineScores
 from optimizer.runtime.deps import SearchDeps
 from optimizer.runtime.dispatch import SeedResult
 from schemas import Program, RunConfig, UserError
@@ -38,6 +40,9 @@ class SearchStart:
     program: Program
     baseline_id: str
     baseline_train: Mapping[str, SeedResult]
+    # The rest of the baseline's train split while it is scored, when the method
+    # ``starts_on_first_round`` (``baseline_train`` is that round); ``None``: it is all in.
+    scoring: BaselineScores | None = None
 
 
 class SearchMethod(Protocol):
@@ -45,6 +50,14 @@ class SearchMethod(Protocol):
 
     def prepare(self, config: RunConfig) -> None:
         """Raise ``UserError`` when the method cannot run (e.g. its extra is not installed)."""
+        ...
+
+    def starts_on_first_round(
+        self, config: RunConfig, first_round: Mapping[str, SeedResult]
+    ) -> bool:
+        """Whether its search may start on the baseline's ``first_round`` of train rollouts,
+        the rest scored behind it (``SearchStart.scoring``); asked only with several
+        proposals in flight and more train seeds than one round."""
         ...
 
     def build(self, deps: SearchDeps, start: SearchStart) -> Search:

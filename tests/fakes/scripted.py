@@ -27,6 +27,17 @@ BASELINE = "Answer with the label."
 FEEDBACK = re.compile(r"expected (\w+)")
 
 
+# The run settings of the search tests against the rule container (``http://rules``).
+SEARCH_SETTINGS: dict[str, Any] = {
+    "containers": ["http://rules"],
+    "reflection_model": "scripted",
+    "max_metric_calls": 400,
+    "minibatch_size": 2,
+    "max_idle_iterations": 3,
+    "use_merge": False,
+}
+
+
 def program(
     labels: Iterable[str], *, train: int = 2, holdout: int = 2, val: int = 0
 ) -> dict[str, Any]:

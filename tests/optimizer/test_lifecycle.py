@@ -20,23 +20,14 @@ from optimizer.runtime import lease as lease_module
 from optimizer.runtime.lease import hold_lease
 from optimizer.searches import run_optimization
 from schemas import Event, RunConfig, RunLeased, UserError
-from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
+from tests.fakes.scripted import SEARCH_SETTINGS, RuleContainer, ScriptedProposer, program
 from workspace import Workspace
 
 LABELS = ["ant", "bee", "cat", "cow", "dog", "eel"]
 
 
 def _config(**extra: Any) -> RunConfig:
-    settings: dict[str, Any] = {
-        "containers": ["http://rules"],
-        "reflection_model": "scripted",
-        "max_metric_calls": 400,
-        "minibatch_size": 2,
-        "max_idle_iterations": 3,
-        "use_merge": False,
-        **extra,
-    }
-    return RunConfig(**settings)
+    return RunConfig(**{**SEARCH_SETTINGS, **extra})
 
 
 async def _start(

@@ -37,6 +37,7 @@ from schemas import (
 from tests.fakes.scripted import (
     BASELINE,
     FEEDBACK,
+    SEARCH_SETTINGS,
     RuleContainer,
     ScriptedProposer,
     program,
@@ -54,16 +55,7 @@ async def _run(
     on_event: Any = None,
     **config: Any,
 ) -> RunResult:
-    settings: dict[str, Any] = {
-        "containers": ["http://rules"],
-        "reflection_model": "scripted",
-        "max_metric_calls": 400,
-        "minibatch_size": 2,
-        "max_idle_iterations": 3,
-        "use_merge": False,
-        "seed": 0,
-        **config,
-    }
+    settings: dict[str, Any] = {**SEARCH_SETTINGS, "seed": 0, **config}
 
     def listen(event: Event) -> None:
         if events is not None:

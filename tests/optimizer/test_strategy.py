@@ -7,6 +7,7 @@ is ``optimizer.searches.SEARCHES``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from optimizer.gepa import GepaMethod
 from optimizer.mipro import MiproMethod
 from optimizer.runtime.deps import SearchDeps
+from optimizer.runtime.dispatch import SeedResult
 from optimizer.runtime.runner import Runner
 from optimizer.runtime.strategy import SearchStart
 from optimizer.searches import SEARCHES
@@ -61,6 +63,11 @@ class _Recording:
         self.calls.append("prepare")
         if self.refuse:
             raise UserError("the recording method is not installed")
+
+    def starts_on_first_round(
+        self, config: RunConfig, first_round: Mapping[str, SeedResult]
+    ) -> bool:
+        return False
 
     def build(self, deps: SearchDeps, start: SearchStart) -> _OneCandidate:
         self.calls.append("build")
