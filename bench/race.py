@@ -221,6 +221,18 @@ class Arena:
 # contestants
 
 
+def checkout_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this checkout first on ``PYTHONPATH``: a contestant of ours runs the code
+    of the checkout the race lives in.
+
+    The venv's ``gepa-runtime`` script imports the packages its install points at, whatever
+    the working directory: a git worktree sharing the main checkout's venv would otherwise race
+    the main checkout's code under the worktree's name.
+    """
+    path = [str(ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**env, "PYTHONPATH": os.pathsep.join(path)}
+
+
 def run_ours(arena: Arena, in_flight: int, workdir: Path, method: str = "gepa") -> Result:
     """``gepa-runtime optimize run --method METHOD`` with ``in_flight`` proposals, in a fresh
     workspace; the contestant is ``ours-N`` for GEPA and ``mipro-N`` for MIPRO."""
@@ -259,7 +271,7 @@ def run_ours(arena: Arena, in_flight: int, workdir: Path, method: str = "gepa") 
     ]
     arena.reset()
     started, t0 = time.time(), time.monotonic()
-    done = _measured(cmd, {**os.environ, **arena.env})
+    done = _measured(cmd, checkout_env({**os.environ, **arena.env}))
     wall = time.monotonic() - t0
     if done.returncode != 0:
         raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]}")

@@ -1,4 +1,5 @@
-"""The race's processes: a contestant's peak RSS is its own, and a stopped race stops them all."""
+"""The race's processes: a contestant's peak RSS is its own, a stopped race stops them all, and
+a contestant of ours runs the code of the checkout the race lives in."""
 
 from __future__ import annotations
 
@@ -93,3 +94,23 @@ def test_a_race_stopped_by_sigterm_stops_every_process_it_started(tmp_path: Path
             if _alive(pid) and _started_here(pid, race_py.parent, tmp_path):
                 os.kill(pid, signal.SIGKILL)
         proc.wait()
+
+
+def test_a_contestant_of_ours_imports_the_races_checkout_first(tmp_path: Path) -> None:
+    # Another ``optimizer`` package is found first on the path given to the race (as the venv
+    # of another checkout, shared by a git worktree, points at that checkout's packages): the
+    # contestant still runs this checkout's code.
+    decoy = tmp_path / "optimizer"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("")
+    env = race.checkout_env({**os.environ, "PYTHONPATH": str(tmp_path)})
+    found = subprocess.run(
+        [sys.executable, "-c", "import optimizer; print(optimizer.__file__)"],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(found.stdout.strip()) == race.ROOT / "optimizer" / "__init__.py"
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(race.ROOT), str(tmp_path)]
