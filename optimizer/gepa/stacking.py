@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,7 +95,7 @@ class Stacking:
         if not entry.stackable:
             return False
         base = self._acceptance.base_of(entry)
-        merged, used = self._replay_on(base, entry)
+        merged, used, conflicted = self._replay_on(base, entry)
         if len(used) < 2 or entry not in used:
             return False
         record = await self._stacked(entry.iteration, "s", base, merged, used)
@@ -103,7 +104,7 @@ class Stacking:
         if culprits := await self._blame_early(entry.iteration, record, base, used):
             for w in used:
                 w.done = True
-            await self._without(entry.iteration, base, used, culprits, base)
+            await self._without(entry.iteration, base, used, culprits, base, conflicted)
             return True
         better = await self._gate.on_train(entry.iteration, record, base)
         culprits = await self._blame(entry.iteration, record, base, used)
@@ -113,7 +114,7 @@ class Stacking:
             if better:
                 await self._acceptance.full_train(record.candidate_id, base)
             against = record.candidate_id if better else base
-            await self._without(entry.iteration, base, used, culprits, against)
+            await self._without(entry.iteration, base, used, culprits, against, conflicted)
             return True
         if better:
             for w in used:
@@ -269,41 +270,53 @@ class Stacking:
         used: list[Waiting],
         culprits: list[Waiting],
         against: str,
+        conflicted: Sequence[Waiting] = (),
     ) -> None:
         """Stack the children not to blame on ``base`` again; accept it if it beats ``against``.
 
+        The ``conflicted`` siblings were left out of the first stack because their edit
+        conflicted with one stacked before them: without the culprits they may apply (a
+        culprit that reworded the text conflicts with edits of the lines it moved), and then
+        they join the restack rather than be gated alone later, out of step with the wave.
         One child left on its own parent is that child itself, judged the same way.
         """
         state = self._ctx.deps.state
-        rest = [w for w in used if w not in culprits]
-        merged = dict(state.candidates[base].components)
-        for w in rest:
+        merged, rest = dict(state.candidates[base].components), []
+        for w in [*(w for w in used if w not in culprits), *(w for w in conflicted if not w.done)]:
             m = merge_components(
                 state.candidates[w.parent_id].components, merged, w.child.components
             )
             if m is not None:
                 merged = m
+                rest.append(w)
         if merged == dict(state.candidates[base].components):
             return
+        for w in rest:
+            w.done = True
         record = await self._stacked(iteration, "t", base, merged, rest)
         if record is not None and await self._gate.on_train(iteration, record, against):
             await self._acceptance.full_train(record.candidate_id, against)
 
-    def _replay_on(self, base: str, entry: Waiting) -> tuple[dict[str, str], list[Waiting]]:
-        """The waiting children's edits replayed on ``base`` (``entry`` first), and who added one.
+    def _replay_on(
+        self, base: str, entry: Waiting
+    ) -> tuple[dict[str, str], list[Waiting], list[Waiting]]:
+        """The waiting children's edits replayed on ``base`` (``entry`` first), who added one,
+        and whose edit conflicted with those replayed before it.
 
         A child counts when its base (``_base_of``) is ``base``, its edit adds something
         (``adds_words``) and its three-way merge applies cleanly and changes something.
         """
         d = self._ctx.deps
         queue = [entry, *(w for w in self._acceptance.waiting if w is not entry and not w.done)]
-        merged, used = dict(d.state.candidates[base].components), []
+        merged, used, conflicted = dict(d.state.candidates[base].components), [], []
         for w in queue:
             if not w.stackable or not w.adds or self._acceptance.base_of(w) != base:
                 continue
             parent = d.state.candidates[w.parent_id].components
             m = merge_components(parent, merged, w.child.components)
-            if m is not None and m != merged:
+            if m is None:
+                conflicted.append(w)
+            elif m != merged:
                 merged = m
                 used.append(w)
-        return merged, used
+        return merged, used, conflicted

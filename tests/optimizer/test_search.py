@@ -859,6 +859,43 @@ async def test_a_stack_that_broke_seeds_is_stacked_again_without_the_child_to_bl
     assert train[good] == pytest.approx(2 / len(LABELS))
 
 
+async def test_a_sibling_that_conflicted_only_with_the_culprit_joins_the_restack(
+    tmp_path: Path,
+) -> None:
+    # Three children written at once on the "- ant" baseline. The first rewords the head,
+    # drops ant and adds bee (it breaks ant's seeds); the second adds cat; the third words
+    # the head another way and adds dog, so its edit conflicts with the first's and it is
+    # left out of the stack. The first is to blame: the restack without it takes the third
+    # too, rather than leaving it to be rebased and gated alone afterwards.
+    def answer(request: ProposalRequest, n: int) -> str:
+        head, *rest = request.parent.components["system_prompt"].splitlines()
+        if n == 1:
+            return "\n".join(["Reworded head.", *(x for x in rest if x != "- ant"), "- bee"])
+        if n == 2:
+            return "\n".join([head, *rest, "- cat"])
+        return "\n".join(["Another head.", *rest, "- dog"])
+
+    events = await _on_the_baseline(
+        tmp_path,
+        RuleContainer(_with_ant(LABELS)),
+        delays=(1.0, 0.0, 0.0),
+        script=answer,
+        config={"concurrency": 4},
+    )
+    bad, good, other = [e.data["candidate_id"] for e in events if e.type == "candidate"][:3]
+    first, restack = [e.data for e in events if e.type == "stack"][:2]
+    assert sorted(first["children"]) == sorted([bad, good])
+    blame = next(e.data for e in events if e.type == "blame")
+    assert blame["culprits"] == [bad]
+    assert sorted(restack["children"]) == sorted([good, other])
+    gate = next(e.data for e in events if e.type == "gate" and e.data["accepted"])
+    assert gate["candidate_id"] == restack["candidate_id"]
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    assert train[restack["candidate_id"]] == pytest.approx(3 / len(LABELS))
+    alone = {e.data.get("candidate_id") for e in events if e.type in ("gate", "rebase")}
+    assert other not in alone
+
+
 async def test_an_edit_that_adds_nothing_is_dropped_when_written_with_edits_that_do(
     tmp_path: Path,
 ) -> None:
