@@ -281,14 +281,8 @@ class Stacking:
         One child left on its own parent is that child itself, judged the same way.
         """
         state = self._ctx.deps.state
-        merged, rest = dict(state.candidates[base].components), []
-        for w in [*(w for w in used if w not in culprits), *(w for w in conflicted if not w.done)]:
-            m = merge_components(
-                state.candidates[w.parent_id].components, merged, w.child.components
-            )
-            if m is not None:
-                merged = m
-                rest.append(w)
+        again = [*(w for w in used if w not in culprits), *(w for w in conflicted if not w.done)]
+        merged, rest, _ = self._replay(base, again)
         if merged == dict(state.candidates[base].components):
             return
         for w in rest:
@@ -306,17 +300,24 @@ class Stacking:
         A child counts when its base (``_base_of``) is ``base``, its edit adds something
         (``adds_words``) and its three-way merge applies cleanly and changes something.
         """
-        d = self._ctx.deps
         queue = [entry, *(w for w in self._acceptance.waiting if w is not entry and not w.done)]
-        merged, used, conflicted = dict(d.state.candidates[base].components), [], []
-        for w in queue:
-            if not w.stackable or not w.adds or self._acceptance.base_of(w) != base:
-                continue
-            parent = d.state.candidates[w.parent_id].components
-            m = merge_components(parent, merged, w.child.components)
+        return self._replay(
+            base,
+            [w for w in queue if w.stackable and w.adds and self._acceptance.base_of(w) == base],
+        )
+
+    def _replay(
+        self, base: str, children: list[Waiting]
+    ) -> tuple[dict[str, str], list[Waiting], list[Waiting]]:
+        """``children``'s edits replayed in turn on ``base`` (three-way merges): the text,
+        whose edit applied and changed it, and whose conflicted with those before it."""
+        candidates = self._ctx.deps.state.candidates
+        merged, applied, conflicted = dict(candidates[base].components), [], []
+        for w in children:
+            m = merge_components(candidates[w.parent_id].components, merged, w.child.components)
             if m is None:
                 conflicted.append(w)
             elif m != merged:
                 merged = m
-                used.append(w)
-        return merged, used, conflicted
+                applied.append(w)
+        return merged, applied, conflicted
