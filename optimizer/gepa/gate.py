@@ -125,9 +125,11 @@ class Gate:
         d = self._ctx.deps
         parent_ids = (parent,) if isinstance(parent, str) else parent
         ahead = self._ahead(seeds, extension)
-        seeds = seeds + ahead
+        # One writer: the gate judges on the seeds ahead too. Several: they only fill its round.
+        more, prefetch = (ahead, []) if self._ctx.in_flight == 1 else ([], ahead)
+        seeds = seeds + more
         results: list[Mapping[str, SeedResult]] = [
-            {**parent_mb, **await d.queue.evaluate(p, d.state.candidates[p].components, ahead)}
+            {**parent_mb, **await d.queue.evaluate(p, d.state.candidates[p].components, more)}
             if parent_mb is not None
             else await d.queue.evaluate(p, d.state.candidates[p].components, seeds)
             for p in parent_ids
@@ -147,7 +149,8 @@ class Gate:
         self._gating.add(child.candidate_id)
         self._gates[child.candidate_id] += 1
         try:
-            first = await d.queue.evaluate(child.candidate_id, child.components, seeds)
+            sent = await d.queue.evaluate(child.candidate_id, child.components, seeds + prefetch)
+            first = {s: sent[s] for s in seeds}
             seeds, child_res = await self.extend(
                 child, parent_ids, results, first, seeds, extension
             )
@@ -164,15 +167,21 @@ class Gate:
         round. Seeds sent in those slots (the extension first, then the rest of the train
         split) cost no extra round: the gate judges on them too (a noisy student then needs
         more than one lucky seed to pass a child), and a child that passes needs a round
-        fewer for its full train evaluation. The parent's are cached. With several in
-        flight, other writers use those slots.
+        fewer for its full train evaluation. The parent's are cached.
+
+        With several in flight, only the slots no other rollout holds or waits for are filled
+        (a wave's one child is gated while the other writers wait for it), and the gate still
+        judges on its minibatch alone: the seeds ahead only save the round, so its decisions
+        are those of a minibatch gate.
         """
         d = self._ctx.deps
         spare = d.config.concurrency - len(seeds)
+        if self._ctx.in_flight > 1:
+            spare = min(spare, d.queue.idle_slots() - len(seeds))
         room = d.budget.search_room()
         if room is not None:
             spare = min(spare, room - len(seeds))
-        if self._ctx.in_flight > 1 or spare <= 0:
+        if spare <= 0:
             return []
         rest = [s for s in dict.fromkeys([*extension, *d.state.train_seeds]) if s not in seeds]
         return rest[:spare]

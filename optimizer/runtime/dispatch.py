@@ -281,6 +281,10 @@ class RolloutQueue:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._client.leave()
 
+    def idle_slots(self) -> int:
+        """Rollout slots no booked rollout waits for or runs in right now."""
+        return max(0, self._concurrency - len(self._inflight))
+
     def budget_room(self) -> int | None:
         """Paid calls the end of the run may still book (None: no metric-call limit)."""
         return self._budget.final_room()

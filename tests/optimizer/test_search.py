@@ -1053,6 +1053,52 @@ async def test_one_writer_scores_the_child_on_spare_seeds_in_the_gates_round(
     assert max(container.calls.values()) == 1  # and none of them paid for twice
 
 
+async def test_a_waves_one_child_is_scored_on_idle_slots_in_its_gates_round(
+    tmp_path: Path,
+) -> None:
+    # Two writers answer together with the same text: the wave has one child, and the other
+    # writer waits for its judgement. Nothing else holds a rollout slot (no holdout is
+    # scored behind it), so its gate's round is filled: the minibatch and more train seeds,
+    # 8 rollouts at concurrency 8, and a child that passes needs a round fewer for its full
+    # train evaluation. The gate still judges on its minibatch alone. Before, with several
+    # in flight the gate sent its minibatch alone.
+    container = RuleContainer(program(LABELS, holdout=0))
+    proposer = ScriptedProposer(fixed_label="ant")
+    release = _release_when_both_asked(proposer)
+    sent_at_gate: dict[str, tuple[int, int]] = {}
+
+    def listen(event: Event) -> None:
+        if event.type == "gate" and isinstance(event.data["parent"], str):
+            cid = event.data["candidate_id"]
+            sent = sum(n for (h, _), n in container.calls.items() if h.startswith(cid))
+            sent_at_gate.setdefault(cid, (sent, len(event.data["minibatch"])))
+
+    events: list[Event] = []
+    await _run(
+        tmp_path,
+        container,
+        proposer,
+        events,
+        on_event=listen,
+        proposals_in_flight=2,
+        concurrency=8,
+        minibatch_size=2,
+        lift_without_holdout=True,
+    )
+    await release
+    wave = {
+        e.data["candidate_id"]
+        for e in events
+        if e.type == "candidate" and e.data["iteration"] in (1, 2)
+    }
+    assert len(wave) == 1  # one text from both writers
+    assert not any(e.type == "stack" for e in events)  # gated alone, not stacked
+    (child,) = wave
+    sent, judged = sent_at_gate[child]
+    assert sent == 8 and judged < 8  # the round filled; judged on its minibatch (and extension)
+    assert max(container.calls.values()) == 1  # none of them paid for twice
+
+
 @pytest.mark.parametrize(
     ("child_scores", "followed"),
     [
