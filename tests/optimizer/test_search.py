@@ -1021,6 +1021,22 @@ async def test_an_answer_that_goes_back_to_an_older_text_is_not_taken_for_nothin
     assert "full marks" in result.evidence["stop_reason"]
 
 
+def _sent_at_gate(
+    container: RuleContainer,
+) -> tuple[dict[str, tuple[int, int]], Callable[[Event], None]]:
+    """For each child gated against one parent: the rollouts of it sent by its first gate
+    event and the seeds that gate judged on; and the event listener that records them."""
+    sent_at_gate: dict[str, tuple[int, int]] = {}
+
+    def listen(event: Event) -> None:
+        if event.type == "gate" and isinstance(event.data["parent"], str):
+            cid = event.data["candidate_id"]
+            sent = sum(n for (h, _), n in container.calls.items() if h.startswith(cid))
+            sent_at_gate.setdefault(cid, (sent, len(event.data["minibatch"])))
+
+    return sent_at_gate, listen
+
+
 async def test_one_writer_scores_the_child_on_spare_seeds_in_the_gates_round(
     tmp_path: Path,
 ) -> None:
@@ -1028,16 +1044,7 @@ async def test_one_writer_scores_the_child_on_spare_seeds_in_the_gates_round(
     # the gate adds 6 more train seeds to that round and judges on all 8, and a child that
     # passes needs fewer rounds for its full train evaluation.
     container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
-    sent_at_gate: dict[str, tuple[int, int]] = {}
-
-    def sent(candidate_id: str) -> int:
-        return sum(n for (h, _), n in container.calls.items() if h.startswith(candidate_id))
-
-    def listen(event: Event) -> None:
-        if event.type == "gate" and isinstance(event.data["parent"], str):
-            cid = event.data["candidate_id"]
-            sent_at_gate.setdefault(cid, (sent(cid), len(event.data["minibatch"])))
-
+    sent_at_gate, listen = _sent_at_gate(container)
     await _run(
         tmp_path,
         container,
@@ -1065,14 +1072,7 @@ async def test_a_waves_one_child_is_scored_on_idle_slots_in_its_gates_round(
     container = RuleContainer(program(LABELS, holdout=0))
     proposer = ScriptedProposer(fixed_label="ant")
     release = _release_when_both_asked(proposer)
-    sent_at_gate: dict[str, tuple[int, int]] = {}
-
-    def listen(event: Event) -> None:
-        if event.type == "gate" and isinstance(event.data["parent"], str):
-            cid = event.data["candidate_id"]
-            sent = sum(n for (h, _), n in container.calls.items() if h.startswith(cid))
-            sent_at_gate.setdefault(cid, (sent, len(event.data["minibatch"])))
-
+    sent_at_gate, listen = _sent_at_gate(container)
     events: list[Event] = []
     await _run(
         tmp_path,
