@@ -20,8 +20,8 @@ from the workspace (cached rollouts, stored candidates) and pays for nothing twi
 The search stops on its budget, on full marks, after ``patience`` proposals found nothing
 better, after ``max_idle_iterations`` made no candidate, when every failure of every
 frontier member was shown and nothing new came of it (``CONVERGED``), or when every failure
-of the best was shown and the model changed nothing while the other members score below it
-(``NOTHING_TO_FIX``).
+of the best (and of the members that tie it) was shown and the model found nothing more to
+change while the other members score below it (``NOTHING_TO_FIX``).
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ CONVERGED = (
 
 
 NOTHING_TO_FIX = (
-    "nothing to fix in the best: every failure of {best} was shown to the reflection model, "
-    "which changed nothing, and every other frontier candidate scores below it on train"
+    "nothing to fix in the best: every failure of {best} (and of the candidates that tie it) "
+    "was shown to the reflection model, which found nothing more to change, and every other "
+    "frontier candidate scores below it on train"
 )
 
 
@@ -233,14 +234,16 @@ class GepaSearch:
         return sample_parent(frontier, self._d.rng, showing.repeats, exhausted=exhausted)
 
     def _nothing_to_fix(self, members: set[str]) -> bool:
-        """Halt when the reflection model found nothing to fix in the best (``Showing.barren``)
-        and every other frontier member scores below it on train, with nothing being written
-        or accepted.
+        """Halt when the reflection model found nothing to fix in the best and in the
+        members that tie it (``Showing.found_nothing``), and every other frontier member
+        scores below them on train, with nothing being written or accepted.
 
         Those members win their seeds from a weaker text: by noise (a student that is right
         only most of the time), or by an edit that broke more than it fixed. Proposals on
         them would chase those seeds while the best stays where it is. A member that ties
-        the best (two look-alike rules trading seeds) keeps the search going.
+        the best keeps the search going (two look-alike rules trading seeds) until nothing
+        was found to fix in it either, or it was built on and its child that ties found
+        nothing (the fix the best's failures asked for, which tied it by noise).
         """
         if self._showing.writers or self._acceptance.pending:  # what comes may change the best
             return False
@@ -248,10 +251,10 @@ class GepaSearch:
         if ranked is None:
             return False
         best, top = ranked
-        others = members - {best}
-        if not others or not self._showing.barren(best):  # alone: ``CONVERGED`` says it
+        if not members - {best}:  # alone: ``CONVERGED`` says it
             return False
-        if any((state.train_mean(m) or 0.0) >= top for m in others):
+        tops = {best} | {m for m in members if (state.train_mean(m) or 0.0) >= top}
+        if not self._showing.found_nothing(tops):
             return False
         self._ctx.halt(NOTHING_TO_FIX.format(best=best))
         return True

@@ -134,6 +134,24 @@ class Showing:
         unchanged or a duplicate: the reflection model found nothing to fix there."""
         return self._covered(cid, self._barren)
 
+    def found_nothing(self, tops: set[str]) -> bool:
+        """Nothing was found to fix in ``tops`` (the best and the members tying it): one is
+        ``barren``, and each other one is barren too, or had each failure kind shown and a
+        barren one of them was built on it.
+
+        A tie with the best from its own child is what the fix of the best's failures gives
+        when it is worth no more on train (a student right only most of the time); the child
+        found nothing more, so the best's failures were answered and the answer was tried.
+        """
+        barren = {cid for cid in tops if self.barren(cid)}
+        if not barren:
+            return False
+        lineage = self._ctx.lineage()
+        built_on = {a for cid in barren for a in ancestors(lineage, cid)}
+        return all(
+            cid in barren or (cid in built_on and self._covered(cid, self._asked)) for cid in tops
+        )
+
     def new_round(self, members: set[str]) -> None:
         """Forget what was shown on ``members``: their failures may be shown once more."""
         for cid in members:

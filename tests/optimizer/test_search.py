@@ -789,6 +789,71 @@ async def test_the_search_stops_when_nothing_is_left_to_fix_in_the_best(tmp_path
     assert {r.parent.candidate_id for r in proposer.seen} == {baseline}
 
 
+async def test_the_search_stops_when_the_fix_of_the_best_only_tied_it_and_found_nothing_more(
+    tmp_path: Path,
+) -> None:
+    # The baseline lacks dog, and its noisy student slips on cat-1. Two proposals on it are
+    # written at once: the one shown dog adds it (its student then slips on three seeds the
+    # baseline passed: a tie, by noise); the other, shown cat-1 and held back, adds a junk
+    # line. The dog child is built on next and its failures are answered with nothing new.
+    # The junk child then arrives: it slips on every seed but those of its own gate (cat-1
+    # and ant-1), so it passes the gate, scores below the two on train and joins the
+    # frontier (cat-1 beats the baseline, ant-1 the dog child).
+    # Nothing was found to fix in the best and in the child that ties it: the search stops
+    # there, with no proposal on the junk child.
+    labels = ["ant", "bee", "cat", "dog"]
+    prog = program(labels)
+    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels[:3])])
+    proposer = ScriptedProposer()
+
+    def slips(prompt: str, seed: str) -> bool:
+        if "- zzz" in prompt:
+            return seed not in {e.seed for e in proposer.seen[1].evaluations}
+        if "- dog" in prompt:
+            return seed in {"ant-0", "ant-1", "bee-0"}
+        return seed == "cat-1"
+
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        text = request.parent.components["system_prompt"]
+        shown = {m.group(1) for e in request.evaluations if (m := FEEDBACK.search(e.feedback))}
+        if "- dog" in text:
+            return None  # the tie's failures are slips: nothing to fix
+        if n == 2:
+            return f"{text}\n- zzz"
+        return f"{text}\n- dog" if "dog" in shown else None
+
+    proposer.script = answer
+    held = proposer.hold(2)
+
+    async def release() -> None:  # once the dog child's failures were answered
+        while not any("- dog" in r.parent.components["system_prompt"] for r in proposer.seen):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        held.set()
+
+    releaser = asyncio.create_task(release())
+    events: list[Event] = []
+    result = await _run(
+        tmp_path,
+        RuleContainer(prog, slips=slips),
+        proposer,
+        events,
+        proposals_in_flight=2,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    await asyncio.wait_for(releaser, 5)
+    assert {e.seed for e in proposer.seen[1].evaluations} == {"cat-1", "ant-1"}
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    added = {e.data["candidate_id"]: e.data["diff"] for e in events if e.type == "candidate"}
+    baseline = next(iter(train))
+    tie = next(c for c, diff in added.items() if "\n+- dog" in diff)
+    junk = next(c for c, diff in added.items() if "\n+- zzz" in diff)
+    assert train[tie] == train[baseline] and train[junk] < train[baseline]
+    assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
+    assert {r.parent.candidate_id for r in proposer.seen} == {baseline, tie}
+
+
 async def test_a_refused_answer_is_not_taken_for_nothing_new(tmp_path: Path) -> None:
     # The first answer is cut off after every failure was shown; the search asks again.
     def cut_off_first(labels: list[str], n: int) -> str:
