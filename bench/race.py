@@ -658,6 +658,22 @@ def _lineup(contestants: Sequence[str]) -> list[str]:
     return ["gepa-seq", *rest] if "gepa-seq" in contestants else rest
 
 
+def _seeds(spec: str) -> list[int]:
+    """``--seeds``: comma-separated seeds and ranges (``0,1,2``, ``10-33``, ``0,5-7``)."""
+    seeds: list[int] = []
+    try:
+        for part in spec.split(","):
+            first, _, last = part.strip().partition("-")
+            seeds.extend(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{spec!r}: give seeds as numbers and ranges, e.g. 0,1,2 or 10-33"
+        ) from None
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"{spec!r}: no seeds (a range must not run backwards)")
+    return seeds
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -665,7 +681,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tasks", default=",".join(SIMULATED), help="comma-separated; or banking77"
     )
-    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument(
+        "--seeds", type=_seeds, default="0,1,2", help="race seeds: 0,1,2 or a range, 10-33"
+    )
     parser.add_argument(
         "--contestants",
         default=None,
@@ -743,7 +761,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     with folder as tmp:
         for task in tasks:
-            for seed in (int(s) for s in args.seeds.split(",")):
+            for seed in args.seeds:
                 arena_cm = (
                     banking77(seed, args) if task == "banking77" else simulated(task, seed, args)
                 )

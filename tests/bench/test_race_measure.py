@@ -114,3 +114,17 @@ def test_a_contestant_of_ours_imports_the_races_checkout_first(tmp_path: Path) -
     )
     assert Path(found.stdout.strip()) == race.ROOT / "optimizer" / "__init__.py"
     assert env["PYTHONPATH"].split(os.pathsep) == [str(race.ROOT), str(tmp_path)]
+
+
+def test_race_seeds_take_lists_and_ranges_and_refuse_what_is_neither() -> None:
+    # ``--seeds 10-33`` used to end in a traceback (int('10-33')).
+    assert race._seeds("0,1,2") == [0, 1, 2]
+    assert race._seeds("10-13,20") == [10, 11, 12, 13, 20]
+    for bad in ("10-x", "5-3", ""):
+        done = subprocess.run(
+            [sys.executable, str(Path(race.__file__)), "--seeds", bad],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 2
+        assert "argument --seeds" in done.stderr and "Traceback" not in done.stderr
