@@ -825,14 +825,15 @@ async def test_the_search_stops_when_the_fix_of_the_best_only_tied_it_and_found_
     proposer.script = answer
     held = proposer.hold(2)
 
+    events: list[Event] = []
+
     async def release() -> None:  # once the dog child's failures were answered
-        while not any("- dog" in r.parent.components["system_prompt"] for r in proposer.seen):
+        while sum(e.type == "proposal_rejected" for e in events) < 2:
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.2)
         held.set()
 
     releaser = asyncio.create_task(release())
-    events: list[Event] = []
     result = await _run(
         tmp_path,
         RuleContainer(prog, slips=slips),
