@@ -121,13 +121,18 @@ class Showing:
         member has been built on it since (the edits its proposals made live on there, so a
         new round on it would mostly write them again).
         """
+        built_on = self._built_on(members)
+        return {cid for cid in members if self._answered(cid, built_on)}
+
+    def _built_on(self, cids: set[str]) -> set[str]:
+        """Every candidate one of ``cids`` descends from."""
         lineage = self._ctx.lineage()
-        built_on = {a for cid in members for a in ancestors(lineage, cid)}
-        return {
-            cid
-            for cid in members
-            if self.barren(cid) or (cid in built_on and self._covered(cid, self._asked))
-        }
+        return {a for cid in cids for a in ancestors(lineage, cid)}
+
+    def _answered(self, cid: str, built_on: set[str]) -> bool:
+        """``cid`` is ``barren``, or each of its failure kinds was shown and it is in
+        ``built_on`` (the edits its proposals made live on in a descendant)."""
+        return self.barren(cid) or (cid in built_on and self._covered(cid, self._asked))
 
     def barren(self, cid: str) -> bool:
         """Each failure kind of ``cid`` was shown in a proposal on it that came back
@@ -146,11 +151,8 @@ class Showing:
         barren = {cid for cid in tops if self.barren(cid)}
         if not barren:
             return False
-        lineage = self._ctx.lineage()
-        built_on = {a for cid in barren for a in ancestors(lineage, cid)}
-        return all(
-            cid in barren or (cid in built_on and self._covered(cid, self._asked)) for cid in tops
-        )
+        built_on = self._built_on(barren)
+        return all(self._answered(cid, built_on) for cid in tops)
 
     def new_round(self, members: set[str]) -> None:
         """Forget what was shown on ``members``: their failures may be shown once more."""
