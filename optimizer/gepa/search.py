@@ -158,19 +158,24 @@ class GepaSearch:
             )
 
     async def _step(self) -> bool | None:
-        """One iteration; True when it produced a new candidate, None when it only waited."""
+        """One iteration; True when it produced a new candidate, None when it only waited.
+
+        A step that only waits takes no iteration number and no minibatch: how often a
+        writer woke while others wrote (a matter of timing) does not move the rotation.
+        """
         self._check_room()
         await self._settle_if_final()
         parent_id: str | None = None
         async with self._ctx.lock:
-            self._iteration += 1
-            iteration = self._iteration
             pair = self.merges.due()
             if pair is None:
                 follow = self._acceptance.next_follow_up()
                 parent_id, broken = follow if follow else (self._parent(), [])
-            minibatch = self._ctx.sampler.next()
-            best_at_start = self._ctx.best_id()
+            if pair is not None or parent_id is not None:
+                self._iteration += 1
+                iteration = self._iteration
+                minibatch = self._ctx.sampler.next()
+                best_at_start = self._ctx.best_id()
         if pair is not None:
             return await self.merges.merge(iteration, pair)
         if parent_id is None:  # nothing new to show yet: wait for news (at once if halted)

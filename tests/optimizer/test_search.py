@@ -1223,3 +1223,32 @@ def _deps(state: SearchState) -> SearchDeps:
         checkpoint=checkpoint,
         proposer_cost=lambda: 0.0,
     )
+
+
+async def test_a_writer_that_only_waits_takes_no_iteration_and_no_minibatch(
+    tmp_path: Path,
+) -> None:
+    # Four writers, two kinds of failure: two writers take them and two wait for the news,
+    # waking each time a proposal ends or a child is settled. How often that is depends on
+    # timing; a wait that took an iteration number and a minibatch from the rotation made
+    # every later minibatch depend on it too, and a run with several in flight unrepeatable.
+    proposer = ScriptedProposer()
+    first, second = proposer.hold(1), proposer.hold(2)
+
+    async def answer_one_by_one() -> None:  # the waiting writers wake at each answer
+        while len(proposer.seen) < 2:
+            await asyncio.sleep(0.01)
+        for held in (first, second):
+            await asyncio.sleep(0.1)
+            held.set()
+
+    answering = asyncio.create_task(answer_one_by_one())
+    events: list[Event] = []
+    result = await _run(
+        tmp_path, RuleContainer(program(LABELS[:2])), proposer, events, proposals_in_flight=4
+    )
+    await asyncio.wait_for(answering, 5)
+    assert result.promoted
+    numbers = [e.data["iteration"] for e in events if e.type == "iteration"]
+    assert len(numbers) >= 2
+    assert sorted(numbers) == list(range(1, len(numbers) + 1))  # one per proposal, no gaps
