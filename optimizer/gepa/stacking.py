@@ -96,31 +96,32 @@ class Stacking:
             return False
         base = self._acceptance.base_of(entry)
         merged, used, conflicted = self._replay_on(base, entry)
-        if len(used) < 2 or entry not in used:
+        if len(used) < 2:
             return False
-        record = await self._stacked(entry.iteration, "s", base, merged, used)
+        iteration = used[0].iteration  # the first asked: the same whoever's turn it is
+        record = await self._stacked(iteration, "s", base, merged, used)
         if record is None:
             return False
-        if culprits := await self._blame_early(entry.iteration, record, base, used):
+        if culprits := await self._blame_early(iteration, record, base, used):
             for w in used:
                 w.done = True
-            await self._without(entry.iteration, base, used, culprits, base, conflicted)
-            return True
-        better = await self._gate.on_train(entry.iteration, record, base)
-        culprits = await self._blame(entry.iteration, record, base, used)
+            await self._without(iteration, base, used, culprits, base, conflicted)
+            return entry.done
+        better = await self._gate.on_train(iteration, record, base)
+        culprits = await self._blame(iteration, record, base, used)
         if culprits:
             for w in used:
                 w.done = True
             if better:
                 await self._acceptance.full_train(record.candidate_id, base)
             against = record.candidate_id if better else base
-            await self._without(entry.iteration, base, used, culprits, against, conflicted)
-            return True
+            await self._without(iteration, base, used, culprits, against, conflicted)
+            return entry.done
         if better:
             for w in used:
                 w.done = True
             await self._acceptance.full_train(record.candidate_id, base)
-            return True
+            return entry.done
         if not self._acceptance.sideways(record.candidate_id, base):
             for w in used:  # some edit hurt: each child is gated on its own
                 w.stackable = False
@@ -131,7 +132,7 @@ class Stacking:
         for w in used:
             w.done = True
         self._acceptance.follow_up(record.candidate_id, base)
-        return True
+        return entry.done
 
     async def _stacked(
         self, iteration: int, suffix: str, base: str, merged: dict[str, str], used: list[Waiting]
@@ -294,13 +295,17 @@ class Stacking:
     def _replay_on(
         self, base: str, entry: Waiting
     ) -> tuple[dict[str, str], list[Waiting], list[Waiting]]:
-        """The waiting children's edits replayed on ``base`` (``entry`` first), who added one,
-        and whose edit conflicted with those replayed before it.
+        """The waiting children's edits replayed on ``base`` in the order they were asked
+        (not the order their answers came in), who added one, and whose edit conflicted
+        with those replayed before it.
 
         A child counts when its base (``_base_of``) is ``base``, its edit adds something
         (``adds_words``) and its three-way merge applies cleanly and changes something.
         """
-        queue = [entry, *(w for w in self._acceptance.waiting if w is not entry and not w.done)]
+        queue = sorted(
+            [entry, *(w for w in self._acceptance.waiting if w is not entry and not w.done)],
+            key=lambda w: w.iteration,
+        )
         return self._replay(
             base,
             [w for w in queue if w.stackable and w.adds and self._acceptance.base_of(w) == base],
