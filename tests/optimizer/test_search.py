@@ -1252,3 +1252,45 @@ async def test_a_writer_that_only_waits_takes_no_iteration_and_no_minibatch(
     numbers = [e.data["iteration"] for e in events if e.type == "iteration"]
     assert len(numbers) >= 2
     assert sorted(numbers) == list(range(1, len(numbers) + 1))  # one per proposal, no gaps
+
+
+async def test_a_stack_replays_its_children_in_the_order_they_were_asked(tmp_path: Path) -> None:
+    # Two writers on the baseline add bee and cat; the second asked answers first, so its
+    # child takes the acceptance turn. Its stack lists bee before cat all the same: which
+    # answer came in first (a matter of timing) does not change the stack's text, its id or
+    # what is asked of the student after it.
+    proposer = ScriptedProposer(
+        script=lambda request, n: (
+            request.parent.components["system_prompt"]
+            + f"\n- {('bee', 'cat')[n - 1] if n <= 2 else 'dog'}"
+        )
+    )
+    first, second = proposer.hold(1), proposer.hold(2)
+
+    async def second_answers_first() -> None:
+        while len(proposer.seen) < 2:
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(0.5)  # answers that took a while: siblings are waited for
+        second.set()
+        await asyncio.sleep(0.02)
+        first.set()
+
+    answering = asyncio.create_task(second_answers_first())
+    events: list[Event] = []
+    await _run(
+        tmp_path,
+        RuleContainer(program(LABELS)),
+        proposer,
+        events,
+        proposals_in_flight=2,
+        max_idle_iterations=2,
+    )
+    await asyncio.wait_for(answering, 5)
+    added = {e.data["candidate_id"]: e.data["diff"] for e in events if e.type == "candidate"}
+    bee, cat = (
+        next(c for c, diff in added.items() if diff.endswith(f"+- {x}\n")) for x in ("bee", "cat")
+    )
+    stack = next(e.data for e in events if e.type == "stack")
+    assert stack["children"] == [bee, cat]
+    text = added[stack["candidate_id"]]
+    assert text.index("+- bee") < text.index("+- cat")
