@@ -222,18 +222,32 @@ class Stacking:
         *,
         early: bool = False,
     ) -> list[Waiting]:
-        """The suspects whose edit alone on ``base`` breaks one of the ``broken`` seeds."""
+        """The suspects whose edit alone on ``base`` breaks one of the ``broken`` seeds, when
+        what it added alone does not (the same round of rollouts scores both).
+
+        A suspect's edit both removed or reworded lines and added some. When what it added,
+        kept without the rest of its edit, breaks those seeds too, the break is a trade its
+        new text makes (a rule for one of two look-alike cases, which a rewrite states as a
+        kind answer would), not damage: it is not to blame, and the stack goes on to be
+        judged whole, as a stack of additions that trades seeds is.
+        """
         d = self._ctx.deps
         theirs = d.state.train.get(base, {})
         singles = [await self._alone(iteration, k, w, base) for k, w in enumerate(suspects)]
         tried = [(w, rec) for w, rec in zip(suspects, singles, strict=True) if rec is not None]
+        added = [await self._added_alone(iteration, k, w, base) for k, (w, _) in enumerate(tried)]
+        scored = [rec for _, rec in tried] + [rec for rec in added if rec is not None]
         results = await asyncio.gather(
-            *(d.queue.evaluate(rec.candidate_id, rec.components, broken) for _, rec in tried)
+            *(d.queue.evaluate(rec.candidate_id, rec.components, broken) for rec in scored)
         )
+        by_id = {rec.candidate_id: res for rec, res in zip(scored, results, strict=True)}
+
+        def breaks(rec: CandidateRecord | None) -> bool:
+            res = by_id.get(rec.candidate_id, {}) if rec is not None else {}
+            return any(r.reward is not None and r.reward < theirs[s] for s, r in res.items())
+
         culprits = [
-            w
-            for (w, _), res in zip(tried, results, strict=True)
-            if any(r.reward is not None and r.reward < theirs[s] for s, r in res.items())
+            w for (w, rec), own in zip(tried, added, strict=True) if breaks(rec) and not breaks(own)
         ]
         await d.events.emit(
             "blame",
@@ -262,6 +276,36 @@ class Stacking:
         )
         return await self._candidates.derive(
             f"{iteration}b{k}", single, (base, w.child.candidate_id), rationale, "merge", iteration
+        )
+
+    async def _added_alone(
+        self, iteration: int, k: int, w: Waiting, base: str
+    ) -> CandidateRecord | None:
+        """The lines ``w``'s edit added (those its parent lacks), appended to its parent's text
+        and replayed on ``base``: its edit without what it removed or reworded."""
+        d = self._ctx.deps
+        parent = d.state.candidates[w.parent_id]
+        additions: dict[str, str] = {}
+        for name, text in parent.components.items():
+            had = {line.strip() for line in text.splitlines()}
+            new = [
+                line
+                for line in w.child.components.get(name, "").splitlines()
+                if line.strip() and line.strip() not in had
+            ]
+            additions[name] = "\n".join([text.rstrip("\n"), *new]) if new else text
+        onto = d.state.candidates[base]
+        single = merge_components(parent.components, onto.components, additions)
+        if single is None or single == dict(onto.components):
+            return None
+        same = self._candidates.with_hash(content_hash(single))
+        if same:
+            return d.state.candidates[same]
+        rationale = (
+            f"the lines {w.child.candidate_id} added, alone on {base}, to tell a trade from a break"
+        )
+        return await self._candidates.derive(
+            f"{iteration}a{k}", single, (base, w.child.candidate_id), rationale, "merge", iteration
         )
 
     async def _without(

@@ -1294,3 +1294,46 @@ async def test_a_stack_replays_its_children_in_the_order_they_were_asked(tmp_pat
     assert stack["children"] == [bee, cat]
     text = added[stack["candidate_id"]]
     assert text.index("+- bee") < text.index("+- cat")
+
+
+async def test_a_rewrite_whose_new_rule_trades_look_alike_seeds_is_not_to_blame(
+    tmp_path: Path,
+) -> None:
+    # Look-alikes ant and bee on the "- ant" baseline. Two children written at once: the
+    # first rewords the head and adds bee (a rewrite that keeps every rule), the second adds
+    # cat. Their stack breaks ant's seeds, and the rewrite alone does too; but so does the
+    # line it added, kept without the rewording: the break is the trade bee makes (the
+    # items of the one listed first go to the other), not damage. Nobody is to blame; the
+    # stack is accepted whole, and the next writers are shown the seeds it broke (their
+    # feedback asks for "ant_bee"), not asked for bee again.
+    def answer(request: ProposalRequest, n: int) -> str:
+        head, *rest = request.parent.components["system_prompt"].splitlines()
+        if n == 1:
+            return "\n".join(["Reworded head.", *rest, "- bee"])
+        if n == 2:
+            return "\n".join([head, *rest, "- cat"])
+        return "\n".join([head, *rest, "- ant_bee"])
+
+    events = await _on_the_baseline(
+        tmp_path,
+        RuleContainer(_with_ant(LABELS), rivals={"ant": "bee", "bee": "ant"}),
+        delays=(1.0, 0.0),
+        script=answer,
+        config={"concurrency": 4},
+    )
+    rewrite, cat = [e.data["candidate_id"] for e in events if e.type == "candidate"][:2]
+    stack = next(e.data for e in events if e.type == "stack")
+    assert sorted(stack["children"]) == sorted([rewrite, cat])
+    blame = next(e.data for e in events if e.type == "blame")
+    assert blame["suspects"] == [rewrite] and blame["culprits"] == []
+    assert sorted(blame["broken"]) == ["ant-0", "ant-1"]
+    accepted = next(e.data for e in events if e.type == "gate" and e.data["accepted"])
+    assert accepted["candidate_id"] == stack["candidate_id"]
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    assert train[stack["candidate_id"]] == pytest.approx(4 / 12)  # bee and cat; ant traded
+    shown = [
+        set(e.data["minibatch"])
+        for e in events
+        if e.type == "iteration" and e.data.get("parent") == stack["candidate_id"]
+    ]
+    assert any({"ant-0", "ant-1"} <= seeds for seeds in shown)
