@@ -175,8 +175,9 @@ class Stacking:
         Suspects are the children whose edit removed or rewrote a line of their parent: an
         edit that only adds text can break seeds too (a rule for one of two look-alike
         cases), but that trade is what a follow-up builds on. Each suspect's edit alone on
-        the base is scored on the broken seeds (one round of rollouts); those that fail one
-        are to blame. A stack with no suspects costs nothing more.
+        the base, and the lines it added alone, are scored on the broken seeds (one round of
+        rollouts); those whose edit breaks one while the lines they added break none are to
+        blame (``_culprits``). A stack with no suspects costs nothing more.
         """
         d = self._ctx.deps
         mine, theirs = d.state.train.get(stack.candidate_id, {}), d.state.train.get(base, {})
