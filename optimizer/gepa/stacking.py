@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -265,12 +265,10 @@ class Stacking:
 
     async def _alone(self, iteration: int, k: int, w: Waiting, base: str) -> CandidateRecord | None:
         """``w``'s edit alone on ``base``: the child itself when it was written on ``base``."""
-        d = self._ctx.deps
         if w.parent_id == base:
             return w.child
-        parent, onto = d.state.candidates[w.parent_id], d.state.candidates[base]
-        single = merge_components(parent.components, onto.components, w.child.components)
-        if single is None or single == dict(onto.components):
+        single = self._on_base(w.parent_id, w.child.components, base)
+        if single is None:
             return None
         rationale = (
             f"the edit of {w.child.candidate_id} alone on {base}, to find what a stack broke"
@@ -295,9 +293,8 @@ class Stacking:
                 if line.strip() and line.strip() not in had
             ]
             additions[name] = "\n".join([text.rstrip("\n"), *new]) if new else text
-        onto = d.state.candidates[base]
-        single = merge_components(parent.components, onto.components, additions)
-        if single is None or single == dict(onto.components):
+        single = self._on_base(w.parent_id, additions, base)
+        if single is None:
             return None
         same = self._candidates.with_hash(content_hash(single))
         if same:
@@ -308,6 +305,16 @@ class Stacking:
         return await self._candidates.derive(
             f"{iteration}a{k}", single, (base, w.child.candidate_id), rationale, "merge", iteration
         )
+
+    def _on_base(
+        self, parent_id: str, edited: Mapping[str, str], base: str
+    ) -> dict[str, str] | None:
+        """The edit from ``parent_id``'s text to ``edited`` replayed on ``base`` (a three-way
+        merge); ``None`` when it conflicts or changes nothing there."""
+        candidates = self._ctx.deps.state.candidates
+        onto = candidates[base].components
+        merged = merge_components(candidates[parent_id].components, onto, edited)
+        return None if merged is None or merged == dict(onto) else merged
 
     async def _without(
         self,
