@@ -27,7 +27,7 @@ from optimizer.gepa.context import SearchContext
 from optimizer.gepa.gate import Gate
 from optimizer.gepa.merge3 import merge_components
 from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, Showing
-from optimizer.gepa.stacking import Stacking, Waiting
+from optimizer.gepa.stacking import Stacking, Waiting, adds_words
 from optimizer.runtime.deps import score_on_train
 from optimizer.runtime.dispatch import SeedResult
 from schemas import BudgetExhausted, CandidateRecord
@@ -289,10 +289,28 @@ class Acceptance:
             await score_on_train(d, self._ctx.lock, candidate_id)
         self.merge_due = True
         if isinstance(against, str):
-            self.follow_up(candidate_id, against)
+            if self.hollow(candidate_id, against):
+                self._showing.hollow.add(candidate_id)
+            else:
+                self.follow_up(candidate_id, against)
         scores = d.state.train.get(candidate_id, {})
         if len(scores) == len(d.state.train_seeds) and min(scores.values(), default=0.0) >= 1.0:
             self._ctx.halt(f"{candidate_id} scores full marks on every train seed", solved=True)
+
+    def hollow(self, candidate_id: str, parent_id: str) -> bool:
+        """Whether a fully scored child's edit adds nothing and it scores no better than its
+        parent on train: it only dropped or garbled text, and passed its gate by noise (a
+        minibatch of seeds its parent failed, scored afresh) or by a trade.
+
+        Proposals on it would be shown what it broke and write back what it dropped, so it
+        is not built on (``Showing.hollow``), and it is no answer to the failures its writer
+        was shown: those stay open on its parent.
+        """
+        s = self._ctx.deps.state
+        mean, parent_mean = s.train_mean(candidate_id), s.train_mean(parent_id)
+        if mean is None or parent_mean is None or mean > parent_mean + 1e-9:
+            return False
+        return not adds_words(s.candidates[parent_id], s.candidates[candidate_id])
 
     def follow_up(self, candidate_id: str, parent_id: str) -> None:
         """Queue a sideways child (it fixed seeds and broke as many others: a tie on the mean).

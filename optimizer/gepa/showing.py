@@ -95,6 +95,9 @@ class Showing:
         # Parent -> kinds shown in proposals that came back unchanged or duplicate (``spent``).
         self._barren: dict[str, set[str]] = {}
         self._kept: set[int] = set()  # iterations whose answer was unchanged or a duplicate
+        # Children that only dropped text and scored no better than their parent on train
+        # (``Acceptance.hollow``): never proposed on, and no candidate is built on by them.
+        self.hollow: set[str] = set()
 
     # choosing a parent
 
@@ -103,9 +106,11 @@ class Showing:
 
         Another proposal on one would be shown what an earlier one was shown and mostly write
         the same edit again (or nothing new); while other frontier candidates have failures
-        nobody was shown, the next proposal goes to one of them.
+        nobody was shown, the next proposal goes to one of them. A ``hollow`` child is
+        counted with them: its new failures are what it dropped from its parent.
         """
-        return {cid for cid in self._kinds if self._covered(cid, self._asked)}
+        covered = {cid for cid in self._kinds if self._covered(cid, self._asked)}
+        return covered | self.hollow
 
     def _covered(self, cid: str, shown: Mapping[str, set[str]]) -> bool:
         """``cid`` has failures, and every kind of them is in ``shown[cid]``."""
@@ -119,9 +124,10 @@ class Showing:
         duplicate (a refused answer, cut off or writing outside the components, does not
         count: the model may still have something to say), or each was shown and another
         member has been built on it since (the edits its proposals made live on there, so a
-        new round on it would mostly write them again).
+        new round on it would mostly write them again). A ``hollow`` member is spent, and
+        builds on nothing: what it dropped lives on nowhere.
         """
-        built_on = self._built_on(members)
+        built_on = self._built_on(members - self.hollow)
         return {cid for cid in members if self._answered(cid, built_on)}
 
     def _built_on(self, cids: set[str]) -> set[str]:
@@ -130,9 +136,11 @@ class Showing:
         return {a for cid in cids for a in ancestors(lineage, cid)}
 
     def _answered(self, cid: str, built_on: set[str]) -> bool:
-        """``cid`` is ``barren``, or each of its failure kinds was shown and it is in
-        ``built_on`` (the edits its proposals made live on in a descendant)."""
-        return self.barren(cid) or (cid in built_on and self._covered(cid, self._asked))
+        """``cid`` is ``hollow`` or ``barren``, or each of its failure kinds was shown and it
+        is in ``built_on`` (the edits its proposals made live on in a descendant)."""
+        if cid in self.hollow or self.barren(cid):
+            return True
+        return cid in built_on and self._covered(cid, self._asked)
 
     def barren(self, cid: str) -> bool:
         """Each failure kind of ``cid`` was shown in a proposal on it that came back

@@ -855,6 +855,45 @@ async def test_the_search_stops_when_the_fix_of_the_best_only_tied_it_and_found_
     assert {r.parent.candidate_id for r in proposer.seen} == {baseline, tie}
 
 
+async def test_a_child_that_only_dropped_a_line_and_tied_its_parent_is_not_built_on(
+    tmp_path: Path,
+) -> None:
+    # The baseline has every label, but its noisy student slips on ant-1 and cat-1. The first
+    # answer drops the bee line: that child's student slips on nothing, so it passes its gate
+    # (on the two slips) and ties the baseline on train, trading the slips for bee's seeds.
+    # Built on, it would be shown bee's seeds and write back the line it dropped. It is not:
+    # the baseline's failures are asked again, answered with nothing new, and the search
+    # stops with the baseline as the best.
+    labels = ["ant", "bee", "cat"]
+    prog = program(labels)
+    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels)])
+
+    def slips(prompt: str, seed: str) -> bool:
+        return "- bee" in prompt and seed in {"ant-1", "cat-1"}
+
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        text = request.parent.components["system_prompt"]
+        return text.replace("\n- bee", "") if n == 1 else None
+
+    proposer = ScriptedProposer(script=answer)
+    events: list[Event] = []
+    result = await _run(
+        tmp_path,
+        RuleContainer(prog, slips=slips),
+        proposer,
+        events,
+        proposals_in_flight=1,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    baseline, dropped = list(train)[:2]
+    assert train[dropped] == train[baseline]  # a trade: ant-1 and cat-1 for bee-0 and bee-1
+    assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
+    assert len(proposer.seen) == 2
+    assert {r.parent.candidate_id for r in proposer.seen} == {baseline}
+
+
 async def test_a_refused_answer_is_not_taken_for_nothing_new(tmp_path: Path) -> None:
     # The first answer is cut off after every failure was shown; the search asks again.
     def cut_off_first(labels: list[str], n: int) -> str:
@@ -1200,6 +1239,41 @@ async def test_only_a_child_that_traded_seeds_with_its_parent_is_built_on_next(
     assert (queued is not None) == followed
     if followed:
         assert queued == (child, ["bee-0", "bee-1"])
+
+
+@pytest.mark.parametrize(
+    ("child_text", "child_scores", "hollow"),
+    [
+        ("- ant", {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 0.0, "bee-1": 0.0}, True),  # a tie
+        ("- ant", {"ant-0": 1.0, "ant-1": 0.0, "bee-0": 0.0, "bee-1": 0.0}, True),  # worse
+        ("- ant", {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 1.0, "bee-1": 0.0}, False),  # better
+        ("- ant\n- bee\n- cat", {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 0.0, "bee-1": 0.0}, False),
+    ],
+)
+async def test_a_child_that_adds_nothing_and_is_no_better_than_its_parent_is_hollow(
+    tmp_path: Path, child_text: str, child_scores: dict[str, float], hollow: bool
+) -> None:
+    # Dropping a line and scoring no better on train (a gate passed by noise, or a trade)
+    # is nothing to build on; a drop that scores better is, and so is an edit that adds.
+    state = SearchState(train_seeds=("ant-0", "ant-1", "bee-0", "bee-1"))
+    ids = []
+    for text, parents in (("- ant\n- bee", []), (child_text, ids[:1])):
+        comps = {"system_prompt": text}
+        ids.append(candidate_id_for(comps))
+        state.add(
+            CandidateRecord(
+                run_id="r",
+                candidate_id=ids[-1],
+                content_hash=content_hash(comps),
+                components=comps,
+                parents=list(parents),
+                origin="mutation" if parents else "seed",
+            )
+        )
+    parent, child = ids
+    state.set_train(parent, {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0})
+    state.set_train(child, child_scores)
+    assert GepaSearch(_deps(state))._acceptance.hollow(child, parent) == hollow
 
 
 def _deps(state: SearchState) -> SearchDeps:
