@@ -24,10 +24,11 @@ from collections.abc import Awaitable, Mapping, Sequence
 
 from optimizer.gepa.candidates import Candidates
 from optimizer.gepa.context import SearchContext
+from optimizer.gepa.edits import adds_words
 from optimizer.gepa.gate import Gate
 from optimizer.gepa.merge3 import merge_components
 from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, Showing
-from optimizer.gepa.stacking import Stacking, Waiting, adds_words
+from optimizer.gepa.stacking import Stacking, Waiting
 from optimizer.runtime.deps import score_on_train
 from optimizer.runtime.dispatch import SeedResult
 from schemas import BudgetExhausted, CandidateRecord

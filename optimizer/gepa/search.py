@@ -32,11 +32,11 @@ from collections.abc import Mapping, Sequence
 from optimizer.gepa.acceptance import Acceptance, Waiting
 from optimizer.gepa.candidates import Candidates
 from optimizer.gepa.context import SearchContext
+from optimizer.gepa.edits import adds_words
 from optimizer.gepa.gate import Gate
 from optimizer.gepa.merges import Merges
 from optimizer.gepa.parents import sample_parent
 from optimizer.gepa.showing import Showing, Shown, evaluations_of
-from optimizer.gepa.stacking import adds_words
 from optimizer.runtime.baseline import BaselineScores
 from optimizer.runtime.deps import SearchDeps
 from optimizer.runtime.dispatch import SeedResult

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from optimizer.gepa.context import SearchContext
+from optimizer.gepa.edits import adds_words
 from optimizer.gepa.parents import ancestors
 from optimizer.runtime.dispatch import SeedResult
 from proposer import Evaluation
@@ -201,8 +202,7 @@ class Showing:
         """A proposal made no candidate: a repeat counts against its parent.
 
         An unchanged text, or one a sibling already wrote, says the model saw the failures
-        and found nothing new to write. A text that goes back to one of the parent's
-        ancestors (an answer that dropped the parent's own edit) is a regression, not that:
+        and found nothing new to write. A text that is a step back is not that (``_regressed``):
         the failures shown may still be fixed by another answer.
         """
         if len(parents) != 1:
@@ -210,11 +210,22 @@ class Showing:
         parent = parents[0]
         if reason == "duplicate":
             self.repeats[parent] += 1
-            went_back = repeats is not None and (repeats in ancestors(self._ctx.lineage(), parent))
-            if not went_back:
+            if not self._regressed(parent, repeats):
                 self._kept.add(iteration)
         elif reason == "unchanged":
             self._kept.add(iteration)
+
+    def _regressed(self, parent: str, repeats: str | None) -> bool:
+        """Whether the text an answer repeated is a step back from ``parent``: one of its
+        ancestors (the answer dropped the parent's own edit), or a text that only drops or
+        garbles what the parent says (``adds_words``: an earlier answer's dropped rule,
+        written again)."""
+        candidates = self._ctx.deps.state.candidates
+        if repeats is None or repeats not in candidates or parent not in candidates:
+            return False
+        if repeats in ancestors(self._ctx.lineage(), parent):
+            return True
+        return not adds_words(candidates[parent], candidates[repeats])
 
     def seeds(
         self, parent_id: str, rotation: list[str], broken: Sequence[str] = (), *, share: bool = True

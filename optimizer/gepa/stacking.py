@@ -11,7 +11,6 @@ that broke seeds its base solved is stacked again without the children to blame
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,7 +24,7 @@ from schemas import CandidateRecord, content_hash
 if TYPE_CHECKING:
     from optimizer.gepa.acceptance import Acceptance
 
-__all__ = ["Stacking", "Waiting", "adds_words"]
+__all__ = ["Stacking", "Waiting"]
 
 
 @dataclass
@@ -41,23 +40,6 @@ class Waiting:
     done: bool = False  # accepted as part of a stack (``Acceptance._stack``)
     stackable: bool = True  # not yet in a stack that failed its gate
     adds: bool = True  # its edit adds a word its parent lacks (``adds_words``)
-
-
-def adds_words(parent: CandidateRecord, child: CandidateRecord) -> bool:
-    """Whether ``child``'s edit adds a word ``parent`` lacks (counting repeats; case aside).
-
-    An edit that only deletes or reorders words (a dropped rule, a garbled one) cannot add
-    what another writer's edit needs; in a stack it can only break seeds, and finding that
-    takes a round of rollouts and a restack while every writer waits. Such a child is left
-    out of the stacks (``_replay_on``) and dropped when written with children that add
-    something (``Acceptance``); written alone it is gated, as a deletion may still fix
-    something (a rule that misled the student).
-    """
-    for name, text in child.components.items():
-        before = Counter(parent.components.get(name, "").lower().split())
-        if Counter(text.lower().split()) - before:
-            return True
-    return False
 
 
 def _removes(parent: CandidateRecord, child: CandidateRecord) -> bool:

@@ -894,6 +894,44 @@ async def test_a_child_that_only_dropped_a_line_and_tied_its_parent_is_not_built
     assert {r.parent.candidate_id for r in proposer.seen} == {baseline}
 
 
+async def test_a_dropped_line_written_again_is_not_taken_for_nothing_new(tmp_path: Path) -> None:
+    # The baseline lacks dog, and its noisy student slips on ant-1 and cat-1. The first
+    # answer drops the bee line: that child ties the baseline on train (the slips traded for
+    # bee's seeds). The second answer drops it again, a duplicate of that child: an error
+    # written twice, not "nothing to fix", so the failures are asked again and dog is added.
+    labels = ["ant", "bee", "cat", "dog"]
+    prog = program(labels)
+    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels[:3])])
+
+    def slips(prompt: str, seed: str) -> bool:
+        return "- bee" in prompt and seed in {"ant-1", "cat-1"}
+
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        text = request.parent.components["system_prompt"]
+        if n <= 2:
+            return text.replace("\n- bee", "")
+        return f"{text}\n- dog" if n == 3 else None
+
+    proposer = ScriptedProposer(script=answer)
+    events: list[Event] = []
+    await _run(
+        tmp_path,
+        RuleContainer(prog, slips=slips),
+        proposer,
+        events,
+        proposals_in_flight=1,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    baseline, dropped = list(train)[:2]
+    assert train[dropped] == train[baseline]
+    rejected = [e.data["reason"] for e in events if e.type == "proposal_rejected"]
+    assert rejected[0] == "duplicate"
+    assert len(proposer.seen) >= 3
+    assert max(train.values()) > train[baseline]  # dog was added
+
+
 async def test_a_refused_answer_is_not_taken_for_nothing_new(tmp_path: Path) -> None:
     # The first answer is cut off after every failure was shown; the search asks again.
     def cut_off_first(labels: list[str], n: int) -> str:
