@@ -855,25 +855,18 @@ async def test_the_search_stops_when_the_fix_of_the_best_only_tied_it_and_found_
     assert {r.parent.candidate_id for r in proposer.seen} == {baseline, tie}
 
 
-async def test_a_child_that_only_dropped_a_line_and_tied_its_parent_is_not_built_on(
-    tmp_path: Path,
-) -> None:
-    # The baseline has every label, but its noisy student slips on ant-1 and cat-1. The first
-    # answer drops the bee line: that child's student slips on nothing, so it passes its gate
-    # (on the two slips) and ties the baseline on train, trading the slips for bee's seeds.
-    # Built on, it would be shown bee's seeds and write back the line it dropped. It is not:
-    # the baseline's failures are asked again, answered with nothing new, and the search
-    # stops with the baseline as the best.
-    labels = ["ant", "bee", "cat"]
+async def _drops_bee(
+    tmp_path: Path, labels: list[str], answer: Callable[[ProposalRequest, int], str | None]
+) -> tuple[RunResult, ScriptedProposer, list[Event], dict[str, float]]:
+    """One writer on a baseline listing ant, bee and cat, whose noisy student slips on ant-1
+    and cat-1 while the bee line is there: a child that drops it trades those slips for
+    bee's seeds and ties the baseline on train. Returns the run, the proposer, the events
+    and the train means by candidate (the baseline first)."""
     prog = program(labels)
-    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels)])
+    prog["components"][0]["text"] = "\n".join([BASELINE, "- ant", "- bee", "- cat"])
 
     def slips(prompt: str, seed: str) -> bool:
         return "- bee" in prompt and seed in {"ant-1", "cat-1"}
-
-    def answer(request: ProposalRequest, n: int) -> str | None:
-        text = request.parent.components["system_prompt"]
-        return text.replace("\n- bee", "") if n == 1 else None
 
     proposer = ScriptedProposer(script=answer)
     events: list[Event] = []
@@ -887,6 +880,25 @@ async def test_a_child_that_only_dropped_a_line_and_tied_its_parent_is_not_built
         max_idle_iterations=50,
     )
     train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    return result, proposer, events, train
+
+
+def _without_bee(request: ProposalRequest) -> str:
+    return request.parent.components["system_prompt"].replace("\n- bee", "")
+
+
+async def test_a_child_that_only_dropped_a_line_and_tied_its_parent_is_not_built_on(
+    tmp_path: Path,
+) -> None:
+    # The baseline has every label (``_drops_bee``). The first answer drops the bee line:
+    # that child's student slips on nothing, so it passes its gate (on the two slips) and
+    # ties the baseline on train. Built on, it would be shown bee's seeds and write back the
+    # line it dropped. It is not: the baseline's failures are asked again, answered with
+    # nothing new, and the search stops with the baseline as the best.
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        return _without_bee(request) if n == 1 else None
+
+    result, proposer, _, train = await _drops_bee(tmp_path, ["ant", "bee", "cat"], answer)
     baseline, dropped = list(train)[:2]
     assert train[dropped] == train[baseline]  # a trade: ant-1 and cat-1 for bee-0 and bee-1
     assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
@@ -895,35 +907,16 @@ async def test_a_child_that_only_dropped_a_line_and_tied_its_parent_is_not_built
 
 
 async def test_a_dropped_line_written_again_is_not_taken_for_nothing_new(tmp_path: Path) -> None:
-    # The baseline lacks dog, and its noisy student slips on ant-1 and cat-1. The first
-    # answer drops the bee line: that child ties the baseline on train (the slips traded for
-    # bee's seeds). The second answer drops it again, a duplicate of that child: an error
-    # written twice, not "nothing to fix", so the failures are asked again and dog is added.
-    labels = ["ant", "bee", "cat", "dog"]
-    prog = program(labels)
-    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels[:3])])
-
-    def slips(prompt: str, seed: str) -> bool:
-        return "- bee" in prompt and seed in {"ant-1", "cat-1"}
-
+    # The baseline lacks dog (``_drops_bee``). The first answer drops the bee line: that
+    # child ties the baseline on train. The second answer drops it again, a duplicate of that
+    # child: an error written twice, not "nothing to fix", so the failures are asked again
+    # and dog is added.
     def answer(request: ProposalRequest, n: int) -> str | None:
-        text = request.parent.components["system_prompt"]
         if n <= 2:
-            return text.replace("\n- bee", "")
-        return f"{text}\n- dog" if n == 3 else None
+            return _without_bee(request)
+        return f"{request.parent.components['system_prompt']}\n- dog" if n == 3 else None
 
-    proposer = ScriptedProposer(script=answer)
-    events: list[Event] = []
-    await _run(
-        tmp_path,
-        RuleContainer(prog, slips=slips),
-        proposer,
-        events,
-        proposals_in_flight=1,
-        patience=0,
-        max_idle_iterations=50,
-    )
-    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    _, proposer, events, train = await _drops_bee(tmp_path, ["ant", "bee", "cat", "dog"], answer)
     baseline, dropped = list(train)[:2]
     assert train[dropped] == train[baseline]
     rejected = [e.data["reason"] for e in events if e.type == "proposal_rejected"]
