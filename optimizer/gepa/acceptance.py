@@ -27,6 +27,7 @@ from optimizer.gepa.context import SearchContext
 from optimizer.gepa.edits import adds_words
 from optimizer.gepa.gate import Gate
 from optimizer.gepa.merge3 import merge_components
+from optimizer.gepa.parents import ancestors
 from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, Showing
 from optimizer.gepa.stacking import Stacking, Waiting
 from optimizer.runtime.deps import score_on_train
@@ -41,6 +42,9 @@ CONFLICT, REDUNDANT = "conflict", "redundant"  # why a rebase did not apply
 # child waits for its siblings (at most GATHER_SHARE of its own writing time, GATHER_MAX_S)
 # so that they are stacked and gated once (``Acceptance._gather``).
 TOGETHER_S = 0.5
+# A child that only dropped text must beat its parent by this many seeds' worth on the train
+# seeds its gate did not pick, or it is hollow (``Acceptance.hollow``).
+PROOF = 2
 GATHER_SHARE = 0.25
 GATHER_MAX_S = 2.0
 
@@ -60,11 +64,19 @@ class Acceptance:
         # Accepted children that broke seeds their parent passed without beating it -> (the
         # seeds it broke, writers still to build on it, shown those first) (``follow_up``).
         self._follow: dict[str, tuple[list[str], int]] = {}
+        self._followed: set[str] = set()  # children ever queued there: their turns are given once
         self.merge_due = False  # a child was accepted since the last merge
         self._stacking = Stacking(ctx, gate, candidates, self)
 
     def next_follow_up(self) -> tuple[str, list[str]] | None:
-        """A sideways child to build on next and the seeds it broke, if one is queued."""
+        """A sideways child to build on next and the seeds it broke, if one is queued.
+
+        A child one of whose descendants now scores above it on train (a stack or merge of
+        its edit with others) has been built on: the turns left on it are dropped, and the
+        writers go where the search stands now.
+        """
+        for stale in [cid for cid in self._follow if self._outgrown(cid)]:
+            del self._follow[stale]
         if not self._follow:
             return None
         parent_id = next(iter(self._follow))
@@ -299,19 +311,44 @@ class Acceptance:
             self._ctx.halt(f"{candidate_id} scores full marks on every train seed", solved=True)
 
     def hollow(self, candidate_id: str, parent_id: str) -> bool:
-        """Whether a fully scored child's edit adds nothing and it scores no better than its
-        parent on train: it only dropped or garbled text, and passed its gate by noise (a
-        minibatch of seeds its parent failed, scored afresh) or by a trade.
+        """Whether a fully scored child's edit adds nothing and it did not prove itself on
+        train: it only dropped or garbled text, and beats its parent on the train seeds its
+        gate did not pick by less than ``PROOF`` seeds' worth (a tie, a trade, or a gate
+        passed by noise: a minibatch of seeds its parent failed, scored afresh).
 
         Proposals on it would be shown what it broke and write back what it dropped, so it
-        is not built on (``Showing.hollow``), and it is no answer to the failures its writer
-        was shown: those stay open on its parent.
+        is not built on (``Showing.hollow``), it is no answer to the failures its writer was
+        shown (those stay open on its parent), and it is never the best
+        (``SearchState.ranked``): a line the parent needed is worth more than a lucky draw.
         """
         s = self._ctx.deps.state
-        mean, parent_mean = s.train_mean(candidate_id), s.train_mean(parent_id)
-        if mean is None or parent_mean is None or mean > parent_mean + 1e-9:
+        child, parent = s.train.get(candidate_id), s.train.get(parent_id)
+        if not child or not parent:
             return False
-        return not adds_words(s.candidates[parent_id], s.candidates[candidate_id])
+        if adds_words(s.candidates[parent_id], s.candidates[candidate_id]):
+            return False
+        gate = s.minibatch.get(candidate_id, {})
+        fresh = [x for x in s.train_seeds if x not in gate and x in child and x in parent]
+        margin = sum(child[x] - parent[x] for x in fresh)
+        return margin < PROOF * (s.ceiling - s.floor) - 1e-9
+
+    def give_back(self, candidate_id: str, broken: list[str]) -> None:
+        """A follow-up turn taken by a writer that only waited (``Showing.choose``): it is
+        the next free writer's."""
+        _, left = self._follow.get(candidate_id, (broken, 0))
+        self._follow[candidate_id] = (broken, left + 1)
+
+    def _outgrown(self, candidate_id: str) -> bool:
+        """Whether a candidate descending from ``candidate_id`` scores above it on train."""
+        s = self._ctx.deps.state
+        mean = s.train_mean(candidate_id)
+        if mean is None:
+            return False
+        lineage = self._ctx.lineage()
+        return any(
+            candidate_id in ancestors(lineage, cid) and (s.train_mean(cid) or 0.0) > mean + 1e-9
+            for cid in s.train
+        )
 
     def follow_up(self, candidate_id: str, parent_id: str) -> None:
         """Queue a sideways child (it fixed seeds and broke as many others: a tie on the mean).
@@ -330,5 +367,8 @@ class Acceptance:
         # won (an answer that dropped a rule, or a gate passed on a noisy minibatch).
         sideways = mean is not None and parent_mean is not None and abs(mean - parent_mean) < 1e-9
         if broken and sideways and candidate_id in s.frontier.members():
+            if candidate_id in self._followed:  # a second writer wrote the same text: once
+                return
             # Every writer free meanwhile builds on it, each shown its share of what it broke.
+            self._followed.add(candidate_id)
             self._follow[candidate_id] = (broken, self._ctx.in_flight)

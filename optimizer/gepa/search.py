@@ -168,6 +168,7 @@ class GepaSearch:
         parent_id: str | None = None
         async with self._ctx.lock:
             pair = self.merges.due()
+            follow = None
             if pair is None:
                 follow = self._acceptance.next_follow_up()
                 parent_id, broken = follow if follow else (self._parent(), [])
@@ -181,7 +182,10 @@ class GepaSearch:
         if parent_id is None:  # nothing new to show yet: wait for news (at once if halted)
             await self._news()
             return None
-        return await self._mutate(iteration, parent_id, minibatch, best_at_start, broken)
+        made = await self._mutate(iteration, parent_id, minibatch, best_at_start, broken)
+        if made is None and follow:  # it only waited: the turn is the next writer's
+            self._acceptance.give_back(parent_id, broken)
+        return made
 
     def _check_room(self) -> None:
         """Raise ``BudgetExhausted`` when the budget left could not score a new child past its
@@ -236,7 +240,11 @@ class GepaSearch:
                 return None
             showing.new_round(members - spent)
             exhausted = showing.exhausted()
-        return sample_parent(frontier, self._d.rng, showing.repeats, exhausted=exhausted)
+        drawn = sample_parent(frontier, self._d.rng, showing.repeats, exhausted=exhausted)
+        best = self._ctx.best_id()
+        if best in members and best not in exhausted and showing.unasked(best):
+            return best  # a new best is shown first: the search stands there now
+        return drawn
 
     def _nothing_to_fix(self, members: set[str]) -> bool:
         """Halt when the reflection model found nothing to fix in the best and in the

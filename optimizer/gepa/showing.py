@@ -96,9 +96,13 @@ class Showing:
         # Parent -> kinds shown in proposals that came back unchanged or duplicate (``spent``).
         self._barren: dict[str, set[str]] = {}
         self._kept: set[int] = set()  # iterations whose answer was unchanged or a duplicate
-        # Children that only dropped text and scored no better than their parent on train
-        # (``Acceptance.hollow``): never proposed on, and no candidate is built on by them.
-        self.hollow: set[str] = set()
+        self._again: set[str] = set()  # members in a round after their first (``new_round``)
+
+    @property
+    def hollow(self) -> set[str]:
+        """Children that only dropped text and did not prove it on train
+        (``Acceptance.hollow``): never proposed on, and no candidate is built on by them."""
+        return self._ctx.deps.state.hollow
 
     # choosing a parent
 
@@ -112,6 +116,10 @@ class Showing:
         """
         covered = {cid for cid in self._kinds if self._covered(cid, self._asked)}
         return covered | self.hollow
+
+    def unasked(self, cid: str) -> bool:
+        """No proposal on ``cid`` was shown any of its failures yet (this round)."""
+        return not self._asked.get(cid)
 
     def _covered(self, cid: str, shown: Mapping[str, set[str]]) -> bool:
         """``cid`` has failures, and every kind of them is in ``shown[cid]``."""
@@ -149,24 +157,35 @@ class Showing:
         return self._covered(cid, self._barren)
 
     def found_nothing(self, tops: set[str]) -> bool:
-        """Nothing was found to fix in ``tops`` (the best and the members tying it): one is
-        ``barren``, and each other one is barren too, or had each failure kind shown and a
-        barren one of them was built on it.
+        """Nothing was found to fix in ``tops`` (the best and the members tying it): each is
+        ``barren``, or had each failure kind shown and a barren candidate was built on it.
 
-        A tie with the best from its own child is what the fix of the best's failures gives
-        when it is worth no more on train (a student right only most of the time); the child
-        found nothing more, so the best's failures were answered and the answer was tried.
+        A child of the best that holds its fix but is worth no more on train (a tie, or
+        below it: a student right only most of the time) is what answering the best's
+        failures gives when nothing is left to fix; once that child found nothing more, the
+        best's failures were answered and the answer was tried.
         """
-        barren = {cid for cid in tops if self.barren(cid)}
+        lineage = self._ctx.lineage()
+        barren = {
+            cid
+            for cid in self._barren
+            if self.barren(cid) and (cid in tops or ancestors(lineage, cid) & tops)
+        }
         if not barren:
             return False
         built_on = self._built_on(barren)
         return all(self._answered(cid, built_on) for cid in tops)
 
     def new_round(self, members: set[str]) -> None:
-        """Forget what was shown on ``members``: their failures may be shown once more."""
+        """Forget what was shown on ``members``: their failures may be shown once more.
+
+        In a round after the first, writers on one are not split between its kinds: each is
+        shown first the kinds nobody found nothing in (``seeds``), so the answers an error
+        spoilt (a dropped line, a rewrite) are asked again by every writer at once.
+        """
         for cid in members:
             self._asked.pop(cid, None)
+            self._again.add(cid)
 
     # one proposal
 
@@ -249,9 +268,12 @@ class Showing:
         shown = {s: (self.shown[kind.get(s, s)] > 0, self.shown[s] > 0) for s in failing}
         failing = one_of_each(failing, kind)  # stable sorts below: varied kinds come first
         failing.sort(key=lambda s: shown[s])  # unshown kinds, then unshown seeds of shown ones
+        again = parent_id in self._again  # every writer: the kinds not found barren first
+        if again:
+            failing.sort(key=lambda s: kind.get(s, s) in self._barren.get(parent_id, ()))
         failing.sort(key=lambda s: s not in broken)  # a follow-up is shown what its edit broke
         all_failing = set(failing)
-        if share:
+        if share and not again:
             failing = self._share_of(failing, kind, shown)
         fresh = [s for s in failing if not any(shown[s])]
         chosen = failing[: min(len(failing), -(-size // 2))]

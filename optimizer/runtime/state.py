@@ -41,6 +41,9 @@ class SearchState:
     best_history: list[tuple[float, str, float]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # a strategy's own state, checkpointed
     set_aside: dict[str, SetAside] = field(default_factory=dict)  # seeds no longer asked
+    # Children whose edit only dropped text and did not prove itself on train (GEPA's
+    # ``Acceptance.hollow``): never built on, and never ranked above the others.
+    hollow: set[str] = field(default_factory=set)
 
     def add(self, record: CandidateRecord) -> None:
         """Register a candidate (idempotent)."""
@@ -90,9 +93,12 @@ class SearchState:
         return ranked[0] if ranked else None
 
     def ranked(self, among: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """Fully evaluated candidates by train mean, best first; ties keep creation order."""
+        """Fully evaluated candidates by train mean, best first; ties keep creation order.
+
+        A ``hollow`` candidate comes after every other: its mean is no evidence that what it
+        dropped did not matter."""
         ids = among if among is not None else self.order()
         pairs = [(cid, self.train_mean(cid)) for cid in ids if cid in self.train]
         scored = [(cid, m) for cid, m in pairs if m is not None]
         rank = {cid: i for i, cid in enumerate(self.order())}
-        return sorted(scored, key=lambda p: (-p[1], rank[p[0]]))
+        return sorted(scored, key=lambda p: (p[0] in self.hollow, -p[1], rank[p[0]]))
