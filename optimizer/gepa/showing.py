@@ -179,9 +179,10 @@ class Showing:
     def new_round(self, members: set[str]) -> None:
         """Forget what was shown on ``members``: their failures may be shown once more.
 
-        In a round after the first, writers on one are not split between its kinds: each is
-        shown first the kinds nobody found nothing in (``seeds``), so the answers an error
-        spoilt (a dropped line, a rewrite) are asked again by every writer at once.
+        In a round after the first, only the kinds no answer found nothing in are shared
+        out between writers, and they are shown first (``seeds``); a writer left without a
+        share is shown them all, so that what an erring answer spoilt (a dropped line, a
+        rewrite) is asked again by more than one writer.
         """
         for cid in members:
             self._asked.pop(cid, None)
@@ -268,13 +269,14 @@ class Showing:
         shown = {s: (self.shown[kind.get(s, s)] > 0, self.shown[s] > 0) for s in failing}
         failing = one_of_each(failing, kind)  # stable sorts below: varied kinds come first
         failing.sort(key=lambda s: shown[s])  # unshown kinds, then unshown seeds of shown ones
-        again = parent_id in self._again  # every writer: the kinds not found barren first
-        if again:
-            failing.sort(key=lambda s: kind.get(s, s) in self._barren.get(parent_id, ()))
+        # In a later round, the kinds no answer found nothing in come first, and only they
+        # are shared out (``new_round``).
+        barren = self._barren.get(parent_id, set()) if parent_id in self._again else set()
+        failing.sort(key=lambda s: kind.get(s, s) in barren)
         failing.sort(key=lambda s: s not in broken)  # a follow-up is shown what its edit broke
         all_failing = set(failing)
-        if share and not again:
-            failing = self._share_of(failing, kind, shown)
+        if share:
+            failing = self._share_of(failing, kind, shown, barren)
         fresh = [s for s in failing if not any(shown[s])]
         chosen = failing[: min(len(failing), -(-size // 2))]
         # A seed still being scored (``SearchContext.unscored``) is not known to pass.
@@ -289,6 +291,7 @@ class Showing:
         failing: list[str],
         kind: Mapping[str, str],
         shown: Mapping[str, tuple[bool, bool]],
+        barren: set[str],
     ) -> list[str]:
         """The failures of this writer's share of the kinds nobody in flight was shown.
 
@@ -297,11 +300,14 @@ class Showing:
         of proposals fixes as many different things as it has writers, and the stack of their
         edits (``Acceptance``) gains one fix per writer. A writer that finds every kind taken
         is shown all of them, as one writer alone is. The seeds a follow-up's parent broke
-        come first in ``failing``, so the writers building on it share those first.
+        come first in ``failing``, so the writers building on it share those first. Kinds
+        found ``barren`` before (a later round) are not shared out: once the others are
+        taken, a writer is shown all, the others first, and asks again what an erring
+        answer spoilt.
         """
         workers = self._ctx.in_flight
         taken = {kind.get(s, s): shown[s][0] for s in failing}
-        unshown = [k for k, is_taken in taken.items() if not is_taken]  # in ``failing``'s order
+        unshown = [k for k, is_taken in taken.items() if not is_taken and k not in barren]
         if workers <= 1 or not unshown:
             return failing
         free = max(1, workers - self.writers)

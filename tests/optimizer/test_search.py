@@ -1553,10 +1553,10 @@ async def test_a_new_best_is_shown_before_a_parent_is_drawn() -> None:
 async def test_a_second_round_on_a_member_shows_every_writer_what_no_answer_found_nothing_in() -> (
     None
 ):
-    # Two writers split the parent's three kinds of failure (two and one). The one shown a
-    # single kind answered with nothing new; the other answered with an error (a dropped
-    # line: no candidate kept). In the next round the two writers are not split again:
-    # each is shown first the same failure, of a kind the spoilt answer was shown.
+    # Two writers split the parent's three kinds of failure (two and one). The one shown two
+    # kinds answered with nothing new; the other answered with an error (a dropped line: no
+    # candidate kept). In the next round that one kind is not one writer's share among
+    # three again: both writers are shown it first.
     scores = {"parent": {"ant-0": 0.0, "bee-0": 0.0, "cow-0": 0.0, "cat-0": 1.0, "cat-1": 1.0}}
     state, ids = _lineage_state(scores, {})
     parent = ids["parent"]
@@ -1565,15 +1565,15 @@ async def test_a_second_round_on_a_member_shows_every_writer_what_no_answer_foun
     rotation = ["cat-0", "cat-1"]
     first = [showing.choose(parent, rotation, (), accepting=False) for _ in range(2)]
     assert first[0] is not None and first[1] is not None
-    spoilt, barren = sorted(first, key=lambda shown: -len(shown.marks))
-    showing.rejected(2, (parent,), "unchanged")
-    showing.done(1, spoilt)
-    showing.done(2, barren)
+    barren, spoilt = sorted(first, key=lambda shown: -len(shown.marks))
+    showing.rejected(1, (parent,), "unchanged")
+    showing.done(1, barren)
+    showing.done(2, spoilt)
     assert not showing.barren(parent)
     showing.new_round({parent})
     again = [showing.choose(parent, rotation, (), accepting=False) for _ in range(2)]
     assert again[0] is not None and again[1] is not None
-    assert again[0].minibatch[0] == again[1].minibatch[0] in spoilt.marks
+    assert again[0].minibatch[0] == again[1].minibatch[0] == spoilt.minibatch[0]
 
 
 async def test_a_follow_up_turn_taken_by_a_writer_that_only_waited_is_given_back() -> None:
