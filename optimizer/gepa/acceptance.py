@@ -308,7 +308,13 @@ class Acceptance:
                 self.follow_up(candidate_id, against)
         scores = d.state.train.get(candidate_id, {})
         if len(scores) == len(d.state.train_seeds) and min(scores.values(), default=0.0) >= 1.0:
-            self._ctx.halt(f"{candidate_id} scores full marks on every train seed", solved=True)
+            reason = f"{candidate_id} scores full marks on every train seed"
+            if candidate_id in self._showing.hollow:  # its parent's failures were slips
+                reason += (
+                    f" (it only dropped text and did not prove it: {self._ctx.best_id()} "
+                    "stays the best)"
+                )
+            self._ctx.halt(reason, solved=True)
 
     def hollow(self, candidate_id: str, parent_id: str) -> bool:
         """Whether a fully scored child's edit adds nothing and it did not prove itself on

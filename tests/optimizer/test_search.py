@@ -1333,6 +1333,24 @@ async def test_a_hollow_child_is_never_the_best() -> None:
     assert state.best() == (ids["parent"], 0.5)
 
 
+async def test_a_hollow_child_with_full_marks_stops_the_search_and_names_the_best() -> None:
+    # Its gate picked the parent's two slips: on the other seeds it scored like the parent.
+    # Nothing can score more on train, so the search stops; the reason says who stays best.
+    full = {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 1.0, "bee-1": 1.0}
+    state, ids = _lineage_state(
+        {"parent": {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0}, "child": full},
+        {"child": ["parent"]},
+        texts={"parent": "- ant\n- bee\n- bee", "child": "- ant\n- bee"},
+    )
+    state.minibatch[ids["child"]] = {"ant-0": 1.0, "ant-1": 1.0}
+    search = GepaSearch(_deps(state))
+    await search._acceptance.full_train(ids["child"], ids["parent"])
+    assert search._ctx.stop == (
+        f"{ids['child']} scores full marks on every train seed (it only dropped text and did "
+        f"not prove it: {ids['parent']} stays the best)"
+    )
+
+
 def _deps(state: SearchState, **config: Any) -> SearchDeps:
     """Search dependencies around ``state`` for tests that send no rollout."""
 
