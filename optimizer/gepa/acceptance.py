@@ -350,11 +350,9 @@ class Acceptance:
         mean = s.train_mean(candidate_id)
         if mean is None:
             return False
-        lineage = self._ctx.lineage()
-        return any(
-            candidate_id in ancestors(lineage, cid) and (s.train_mean(cid) or 0.0) > mean + 1e-9
-            for cid in s.train
-        )
+        above = [cid for cid in s.train if (s.train_mean(cid) or 0.0) > mean + 1e-9]
+        lineage = self._ctx.lineage() if above else {}
+        return any(candidate_id in ancestors(lineage, cid) for cid in above)
 
     def follow_up(self, candidate_id: str, parent_id: str) -> None:
         """Queue a sideways child (it fixed seeds and broke as many others: a tie on the mean).

@@ -226,6 +226,10 @@ class GepaSearch:
         it); with nothing in flight the search halts when every member is spent
         (``Showing.spent``), else a new round starts on the others (their failures may be
         shown once more).
+
+        A best nobody was shown yet in this round goes before the drawn member; the draw is
+        made all the same, so that the rng, and every later choice, are those of a run where
+        the best was drawn.
         """
         showing, frontier = self._showing, self._d.state.frontier
         members, exhausted = set(frontier.wins()), showing.exhausted()
@@ -243,7 +247,7 @@ class GepaSearch:
         drawn = sample_parent(frontier, self._d.rng, showing.repeats, exhausted=exhausted)
         best = self._ctx.best_id()
         if best in members and best not in exhausted and showing.unasked(best):
-            return best  # a new best is shown first: the search stands there now
+            return best
         return drawn
 
     def _nothing_to_fix(self, members: set[str]) -> bool:
