@@ -1256,22 +1256,10 @@ async def test_only_a_child_that_traded_seeds_with_its_parent_is_built_on_next(
     # A child that ties its parent on the mean, winning seeds the parent lost, is the step a
     # look-alike rule needs; one worse on the mean (an answer that dropped a rule, or a gate
     # passed on a noisy minibatch) is not worth every free writer.
-    state = SearchState(train_seeds=("ant-0", "ant-1", "bee-0", "bee-1"))
-    records = {}
-    for name, parents in (("parent", []), ("child", ["parent"])):
-        comps = {"system_prompt": name}
-        records[name] = CandidateRecord(
-            run_id="r",
-            candidate_id=candidate_id_for(comps),
-            content_hash=content_hash(comps),
-            components=comps,
-            parents=[records[p].candidate_id for p in parents],
-            origin="mutation" if parents else "seed",
-        )
-        state.add(records[name])
-    parent, child = records["parent"].candidate_id, records["child"].candidate_id
-    state.set_train(parent, {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0})
-    state.set_train(child, child_scores)
+    state, ids = _lineage_state(
+        {"parent": TRADE["parent"], "child": child_scores}, {"child": ["parent"]}
+    )
+    parent, child = ids["parent"], ids["child"]
     search = GepaSearch(_deps(state))
     search._acceptance.follow_up(child, parent)
     queued = search._acceptance.next_follow_up()
