@@ -220,7 +220,8 @@ class GepaSearch:
 
     def _parent(self) -> str | None:
         """A frontier member to propose on (``sample_parent``), one with failures nobody was
-        shown first; ``None`` when every member's failures were all shown.
+        shown first; ``None`` when every member's failures were all shown, or nothing is
+        left to fix in the best (``_nothing_to_fix``).
 
         Then what is being written or accepted may bring new failures (the caller waits for
         it); with nothing in flight the search halts when every member is spent
@@ -251,19 +252,19 @@ class GepaSearch:
         return drawn
 
     def _nothing_to_fix(self, members: set[str]) -> bool:
-        """Halt when the reflection model found nothing to fix in the best and in the
+        """True when the reflection model found nothing to fix in the best and in the
         members that tie it (``Showing.found_nothing``), and every other frontier member
-        scores below them on train, with nothing being written or accepted.
+        scores below them on train: no proposal starts, and the search halts once nothing
+        is being written or accepted (what comes may still change the best).
 
         Those members win their seeds from a weaker text: by noise (a student that is right
         only most of the time), or by an edit that broke more than it fixed. Proposals on
-        them would chase those seeds while the best stays where it is. A member that ties
-        the best keeps the search going (two look-alike rules trading seeds) until nothing
-        was found to fix in it either, or it was built on and its child that ties found
-        nothing (the fix the best's failures asked for, which tied it by noise).
+        them would chase those seeds while the best stays where it is; a writer freed while
+        another still writes waits for it rather than start one. A member that ties the best
+        keeps the search going (two look-alike rules trading seeds) until nothing was found
+        to fix in it either, or it was built on and its child that ties found nothing (the
+        fix the best's failures asked for, which tied it by noise).
         """
-        if self._showing.writers or self._acceptance.pending:  # what comes may change the best
-            return False
         state, ranked = self._d.state, self._d.state.best()
         if ranked is None:
             return False
@@ -273,7 +274,8 @@ class GepaSearch:
         tops = {best} | {m for m in members if (state.train_mean(m) or 0.0) >= top}
         if not self._showing.found_nothing(tops):
             return False
-        self._ctx.halt(NOTHING_TO_FIX.format(best=best))
+        if not (self._showing.writers or self._acceptance.pending):
+            self._ctx.halt(NOTHING_TO_FIX.format(best=best))
         return True
 
     async def _news(self) -> None:

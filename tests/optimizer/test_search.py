@@ -789,6 +789,64 @@ async def test_the_search_stops_when_nothing_is_left_to_fix_in_the_best(tmp_path
     assert {r.parent.candidate_id for r in proposer.seen} == {baseline}
 
 
+async def test_no_proposal_starts_on_a_member_below_a_best_with_nothing_to_fix(
+    tmp_path: Path,
+) -> None:
+    # As above, with three proposals on the baseline written at once: the first finds
+    # nothing to change, then the second adds the junk line, and the third is held until the
+    # junk child is on the frontier (below the baseline, with cat-1). Nothing is left to fix
+    # in the best, so the two free writers wait for the third instead of starting on the
+    # junk child (nobody was shown its failures), and the search stops when it is answered.
+    labels = ["ant", "bee", "cat"]
+    prog = program(labels)
+    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels)])
+    proposer = ScriptedProposer()
+
+    def slips(prompt: str, seed: str) -> bool:
+        if "- zzz" not in prompt:
+            return seed == "cat-1"
+        return seed not in {e.seed for e in proposer.seen[1].evaluations}
+
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        text = request.parent.components["system_prompt"]
+        return f"{text}\n- zzz" if n == 2 else None
+
+    proposer.script = answer
+    first, second, third = proposer.hold(1), proposer.hold(2), proposer.hold(3)
+    events: list[Event] = []
+
+    async def release() -> None:
+        while len(proposer.seen) < 3:
+            await asyncio.sleep(0.01)
+        first.set()
+        while not any(e.type == "proposal_rejected" for e in events):
+            await asyncio.sleep(0.01)
+        second.set()
+        while sum(e.type == "scored" for e in events) < 2:  # the baseline, then the junk child
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)  # time for the free writers to start on it, if they would
+        third.set()
+
+    releaser = asyncio.create_task(release())
+    result = await _run(
+        tmp_path,
+        RuleContainer(prog, slips=slips),
+        proposer,
+        events,
+        proposals_in_flight=3,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    await asyncio.wait_for(releaser, 5)
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    baseline, junk = list(train)[:2]
+    assert train[junk] < train[baseline]
+    frontier = [e.data["winners"] for e in events if e.type == "frontier"][-1]
+    assert frontier["cat-1"] == [junk]  # a member nobody was shown the failures of
+    assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
+    assert [r.parent.candidate_id for r in proposer.seen] == [baseline] * 3
+
+
 @pytest.mark.parametrize(
     "dog_slips",
     [
