@@ -18,8 +18,6 @@ What keeps parallel proposals as good as sequential ones happens here:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
 from collections.abc import Awaitable, Mapping, Sequence
 
 from optimizer.gepa.candidates import Candidates
@@ -34,7 +32,7 @@ from optimizer.runtime.deps import score_on_train
 from optimizer.runtime.dispatch import SeedResult
 from schemas import BudgetExhausted, CandidateRecord
 
-__all__ = ["CONFLICT", "REDUNDANT", "Acceptance", "Waiting"]
+__all__ = ["CONFLICT", "REDUNDANT", "TOGETHER_S", "Acceptance", "Waiting", "gather_deadline"]
 
 
 CONFLICT, REDUNDANT = "conflict", "redundant"  # why a rebase did not apply
@@ -47,6 +45,13 @@ TOGETHER_S = 0.5
 PROOF = 2
 GATHER_SHARE = 0.25
 GATHER_MAX_S = 2.0
+
+
+def gather_deadline(began: float, ended: float) -> float:
+    """How long to wait for the proposals asked together with one asked at ``began`` and
+    answered at ``ended`` (``time.monotonic``): a share of its writing time, at most
+    ``GATHER_MAX_S``."""
+    return ended + min(GATHER_MAX_S, GATHER_SHARE * (ended - began))
 
 
 class Acceptance:
@@ -163,16 +168,11 @@ class Acceptance:
         the first child to arrive would otherwise be gated and scored alone, and its siblings
         stacked only after that (a gate and a train evaluation later).
         """
-        deadline = ended + min(GATHER_MAX_S, GATHER_SHARE * (ended - began))
-        writing, written = self._candidates.writing, self._ctx.written
-
-        def siblings_writing() -> bool:
-            return any(abs(t - began) <= TOGETHER_S for t in writing.values())
-
-        async with written:
-            while siblings_writing() and (left := deadline - time.monotonic()) > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(written.wait(), left)
+        writing = self._candidates.writing
+        await self._ctx.while_written(
+            lambda: any(abs(t - began) <= TOGETHER_S for t in writing.values()),
+            gather_deadline(began, ended),
+        )
 
     async def _accept_one(self, entry: Waiting, parent_mb: Mapping[str, SeedResult] | None) -> None:
         d = self._ctx.deps

@@ -40,6 +40,7 @@ class Candidates:
         self._showing = showing
         self.writing: dict[int, float] = {}  # iteration -> when its reflection call began
         self._spans: dict[int, tuple[float, float]] = {}  # iteration -> call began, ended
+        self._storing: set[str] = set()  # content hashes of children being stored
 
     def settled_hashes(self) -> frozenset[str]:
         """Content hashes a proposal must not repeat (every candidate but re-gatable ones)."""
@@ -164,12 +165,13 @@ class Candidates:
                 "regate", {"iteration": iteration, "candidate_id": again, "parent": parents[0]}
             )
             return d.state.candidates[again]
-        if any(c.content_hash == content_hash(components) for c in d.state.candidates.values()):
+        chash = content_hash(components)
+        if chash in self._storing or any(
+            c.content_hash == chash for c in d.state.candidates.values()
+        ):
             # Another worker stored the same text while this one was written.
             message = "another proposal written at the same time has the same text"
-            await self.reject(
-                key, iteration, parents, "duplicate", message, content_hash(components)
-            )
+            await self.reject(key, iteration, parents, "duplicate", message, chash)
             return None
         record = CandidateRecord(
             run_id=d.run_id,
@@ -182,7 +184,11 @@ class Candidates:
             diffs=dict(proposal.diffs) or {parents[0]: proposal.diff},
             proposer_usage=proposal.usage,
         )
-        return await self._store(key, record, iteration, proposal.diff, proposal.mode)
+        self._storing.add(chash)  # before the first await: a twin answer is a duplicate
+        try:
+            return await self._store(key, record, iteration, proposal.diff, proposal.mode)
+        finally:
+            self._storing.discard(chash)
 
     async def derive(
         self,

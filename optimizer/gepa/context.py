@@ -9,14 +9,19 @@ so with one proposal in flight the search is strictly sequential.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from optimizer.runtime.deps import SearchDeps
 from optimizer.runtime.minibatch import MinibatchSampler
 from proposer import CandidateView
 
-__all__ = ["SearchContext"]
+__all__ = ["STOP_POLL_S", "SearchContext"]
+
+# How soon a wait for reflections to end (``SearchContext.while_written``) sees the search stop.
+STOP_POLL_S = 0.05
 
 
 @dataclass
@@ -63,6 +68,14 @@ class SearchContext:
         """Wake whoever waits for a reflection call to end (``written``)."""
         async with self.written:
             self.written.notify_all()
+
+    async def while_written(self, waiting: Callable[[], bool], deadline: float) -> None:
+        """Wait while ``waiting()`` holds, looked at again each time a reflection call ends,
+        until ``deadline`` (``time.monotonic``) or, within ``STOP_POLL_S``, the search stops."""
+        async with self.written:
+            while waiting() and self.stop is None and (left := deadline - time.monotonic()) > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.written.wait(), min(left, STOP_POLL_S))
 
     def best_id(self) -> str | None:
         """The candidate with the best train mean, if any was scored."""

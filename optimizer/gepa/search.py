@@ -27,9 +27,10 @@ change while the other members score below it (``NOTHING_TO_FIX``).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 
-from optimizer.gepa.acceptance import Acceptance, Waiting
+from optimizer.gepa.acceptance import TOGETHER_S, Acceptance, Waiting, gather_deadline
 from optimizer.gepa.candidates import Candidates
 from optimizer.gepa.context import SearchContext
 from optimizer.gepa.edits import adds_words
@@ -77,6 +78,7 @@ class GepaSearch:
         self._idle = 0  # iterations in a row that made no candidate
         self._best_mean: float | None = None  # the best train mean when last improved
         self._since_better = 0  # proposals written since then (``_count_toward_patience``)
+        self._open: dict[int, float] = {}  # iteration -> when shown, until its answer is in
 
     @property
     def stop_reason(self) -> str | None:
@@ -310,11 +312,30 @@ class GepaSearch:
         if shown is None:  # what it would be shown is being fixed: wait for the new best
             await asyncio.wait(set(pending), return_when=asyncio.FIRST_COMPLETED)
             return None
+        began = self._open[iteration] = time.monotonic()
         try:
-            return await self._reflect(iteration, shown, best_at_start)
+            made = await self._reflect(iteration, shown, best_at_start)
         finally:
+            del self._open[iteration]
             self._showing.done(iteration, shown)
             await self._ctx.notify_written()
+        if not made:
+            await self._with_siblings(began)
+        return made
+
+    async def _with_siblings(self, began: float) -> None:
+        """After an answer that made no candidate, wait a little for the answers to the
+        proposals asked with it (a hosted model answers calls sent together within a moment
+        of each other), so the next parent is chosen knowing what they found.
+
+        Kind noisy race seed 2: three writers on the best answered "unchanged" at once; the
+        first one taken in started on a member below the best before the other two were,
+        and with them the best had nothing left to fix (4 s to the stop).
+        """
+        await self._ctx.while_written(
+            lambda: any(abs(t - began) <= TOGETHER_S for t in self._open.values()),
+            gather_deadline(began, time.monotonic()),
+        )
 
     async def _reflect(self, iteration: int, shown: Shown, best_at_start: str | None) -> bool:
         """Ask the proposer for a child of the parent, shown ``shown``; accept it in turn."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -575,6 +575,42 @@ async def _on_the_baseline(
     return events
 
 
+async def test_two_answers_with_the_same_text_make_one_candidate_and_one_duplicate(
+    tmp_path: Path,
+) -> None:
+    # Two proposals on the baseline answer at the same moment with the same text. The first
+    # is stored; the second is the duplicate of a proposal written at the same time, however
+    # the two answers interleave while the first is being stored (they used to be stored
+    # twice as one candidate, or not, by timing, and the second's failures counted as
+    # answered or as found barren accordingly).
+    def same(request: ProposalRequest, n: int) -> str | None:
+        text = request.parent.components["system_prompt"]
+        return f"{text}\n- ant" if n <= 2 else None
+
+    proposer = ScriptedProposer(script=same)
+    releaser = _release_when_both_asked(proposer)
+    events: list[Event] = []
+    await _run(
+        tmp_path,
+        RuleContainer(program(LABELS)),
+        proposer,
+        events,
+        proposals_in_flight=2,
+        patience=0,
+        max_idle_iterations=4,
+    )
+    await asyncio.wait_for(releaser, 5)
+    made = [
+        e.data["iteration"] for e in events if e.type == "candidate" and e.data["iteration"] <= 2
+    ]
+    twins = [
+        e.data["iteration"]
+        for e in events
+        if e.type == "proposal_rejected" and e.data["reason"] == "duplicate"
+    ]
+    assert len(made) == 1 and twins == [3 - made[0]]
+
+
 async def test_proposals_in_flight_are_shown_different_kinds_of_failure(tmp_path: Path) -> None:
     # Two train seeds per label fail with the same feedback ("expected <label>"): one fix
     # repairs both. Siblings shown different seeds of one label would write one fix twice.
@@ -747,42 +783,63 @@ async def test_the_search_stops_once_every_failure_was_shown_and_nothing_new_cam
     assert len(proposer.seen) <= len(LABELS)
 
 
-async def test_the_search_stops_when_nothing_is_left_to_fix_in_the_best(tmp_path: Path) -> None:
-    # The baseline has every label, but its student slips on cat-1 (a noisy student). Two
-    # proposals on it are written at once: one finds nothing to change, the other adds a
-    # junk line. The junk child slips on every seed but cat-1 and the other seed of its own
-    # gate, so it passes the gate, scores below the baseline on train and joins the frontier
-    # with cat-1. Proposals on it would chase what the baseline lost by noise.
-    labels = ["ant", "bee", "cat"]
+async def _junk_child(
+    tmp_path: Path,
+    labels: list[str],
+    slipping: set[str],
+    junk_at: int,
+    release: Callable[[ScriptedProposer, list[Event]], Awaitable[None]],
+    **config: Any,
+) -> tuple[RunResult, ScriptedProposer, str, str]:
+    """A run on a baseline stating every label, whose noisy student slips on ``slipping``.
+    The ``junk_at``-th answer adds a junk line, whose student slips on every seed but those
+    of that proposal's minibatch: the junk child passes its gate, scores below the baseline
+    on train and joins the frontier. Every other answer changes nothing. ``release`` lets
+    the answers held go. Returns the run, the proposer, the baseline and the junk child."""
     prog = program(labels)
     prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels)])
     proposer = ScriptedProposer()
 
     def slips(prompt: str, seed: str) -> bool:
         if "- zzz" not in prompt:
-            return seed == "cat-1"
-        return seed not in {e.seed for e in proposer.seen[1].evaluations}
+            return seed in slipping
+        return seed not in {e.seed for e in proposer.seen[junk_at - 1].evaluations}
 
     def answer(request: ProposalRequest, n: int) -> str | None:
         text = request.parent.components["system_prompt"]
-        return f"{text}\n- zzz" if n == 2 else None
+        return f"{text}\n- zzz" if n == junk_at else None
 
     proposer.script = answer
-    releaser = _release_when_both_asked(proposer)
     events: list[Event] = []
+    releaser = asyncio.create_task(release(proposer, events))
     result = await _run(
         tmp_path,
         RuleContainer(prog, slips=slips),
         proposer,
         events,
-        proposals_in_flight=2,
         patience=0,
         max_idle_iterations=50,
+        **config,
     )
     await asyncio.wait_for(releaser, 5)
     train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
     baseline, junk = list(train)[:2]
     assert train[junk] < train[baseline]
+    return result, proposer, baseline, junk
+
+
+async def test_the_search_stops_when_nothing_is_left_to_fix_in_the_best(tmp_path: Path) -> None:
+    # The baseline has every label, but its student slips on cat-1 (a noisy student). Two
+    # proposals on it are written at once: one finds nothing to change, the other adds a
+    # junk line (``_junk_child``): the junk child scores below the baseline on train and
+    # joins the frontier with cat-1. Proposals on it would chase what the baseline lost by
+    # noise.
+    async def release(proposer: ScriptedProposer, events: list[Event]) -> None:
+        await _release_when_both_asked(proposer)
+
+    result, proposer, baseline, _ = await _junk_child(
+        tmp_path, ["ant", "bee", "cat"], {"cat-1"}, 2, release, proposals_in_flight=2
+    )
     assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
     # Nothing was asked on the junk child, though its failures were never shown.
     assert len(proposer.seen) == 2
@@ -792,30 +849,14 @@ async def test_the_search_stops_when_nothing_is_left_to_fix_in_the_best(tmp_path
 async def test_no_proposal_starts_on_a_member_below_a_best_with_nothing_to_fix(
     tmp_path: Path,
 ) -> None:
-    # As above, with three proposals on the baseline written at once: the first finds
-    # nothing to change, then the second adds the junk line, and the third is held until the
-    # junk child is on the frontier (below the baseline, with cat-1). Nothing is left to fix
-    # in the best, so the two free writers wait for the third instead of starting on the
-    # junk child (nobody was shown its failures), and the search stops when it is answered.
-    labels = ["ant", "bee", "cat"]
-    prog = program(labels)
-    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels)])
-    proposer = ScriptedProposer()
-
-    def slips(prompt: str, seed: str) -> bool:
-        if "- zzz" not in prompt:
-            return seed == "cat-1"
-        return seed not in {e.seed for e in proposer.seen[1].evaluations}
-
-    def answer(request: ProposalRequest, n: int) -> str | None:
-        text = request.parent.components["system_prompt"]
-        return f"{text}\n- zzz" if n == 2 else None
-
-    proposer.script = answer
-    first, second, third = proposer.hold(1), proposer.hold(2), proposer.hold(3)
-    events: list[Event] = []
-
-    async def release() -> None:
+    # Three proposals on the baseline (``_junk_child``; its student slips on cat-1) written
+    # at once: the first finds nothing to change, then the second adds the junk line, and
+    # the third is held until the junk child is on the frontier (below the baseline, with
+    # cat-1). Nothing is left to fix in the best, so the two free writers wait for the third
+    # instead of starting on the junk child (nobody was shown its failures), and the search
+    # stops when it is answered.
+    async def release(proposer: ScriptedProposer, events: list[Event]) -> None:
+        first, second, third = proposer.hold(1), proposer.hold(2), proposer.hold(3)
         while len(proposer.seen) < 3:
             await asyncio.sleep(0.01)
         first.set()
@@ -827,24 +868,44 @@ async def test_no_proposal_starts_on_a_member_below_a_best_with_nothing_to_fix(
         await asyncio.sleep(0.3)  # time for the free writers to start on it, if they would
         third.set()
 
-    releaser = asyncio.create_task(release())
-    result = await _run(
-        tmp_path,
-        RuleContainer(prog, slips=slips),
-        proposer,
-        events,
-        proposals_in_flight=3,
-        patience=0,
-        max_idle_iterations=50,
+    result, proposer, baseline, _ = await _junk_child(
+        tmp_path, ["ant", "bee", "cat"], {"cat-1"}, 2, release, proposals_in_flight=3
     )
-    await asyncio.wait_for(releaser, 5)
-    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
-    baseline, junk = list(train)[:2]
-    assert train[junk] < train[baseline]
-    frontier = [e.data["winners"] for e in events if e.type == "frontier"][-1]
-    assert frontier["cat-1"] == [junk]  # a member nobody was shown the failures of
     assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
     assert [r.parent.candidate_id for r in proposer.seen] == [baseline] * 3
+
+
+async def test_a_writer_back_with_nothing_waits_a_moment_for_those_asked_with_it(
+    tmp_path: Path,
+) -> None:
+    # Three proposals on the baseline (``_junk_child``; its student slips on bee-1 and
+    # cat-1, two kinds) are written at once. The third adds the junk line at once, and its
+    # writer starts on the junk child (held), shown some of its many failures. The first two
+    # find nothing to change and answer a moment apart. The first back waits for the second
+    # before choosing: with both answers in, nothing is left to fix in the best, and it does
+    # not start on the junk child too.
+    async def release(proposer: ScriptedProposer, events: list[Event]) -> None:
+        first, second, on_junk = proposer.hold(1), proposer.hold(2), proposer.hold(4)
+        while len(proposer.seen) < 4:  # the junk child's writer started on it
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        first.set()
+        await asyncio.sleep(0.005)  # a moment apart, as a hosted model's answers come
+        second.set()
+        await asyncio.sleep(0.3)  # time to start on the junk child, if a writer would
+        on_junk.set()
+
+    labels = ["ant", "bee", "cat", "cow", "dog", "eel"]
+    result, proposer, baseline, junk = await _junk_child(
+        tmp_path, labels, {"bee-1", "cat-1"}, 3, release, proposals_in_flight=3, minibatch_size=2
+    )
+    shown = [
+        {m.group(1) for e in r.evaluations if (m := FEEDBACK.search(e.feedback))}
+        for r in proposer.seen[:2]
+    ]
+    assert shown[0] | shown[1] == {"bee", "cat"} and shown[0] != shown[1]  # one kind each
+    assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
+    assert [r.parent.candidate_id for r in proposer.seen] == [baseline] * 3 + [junk]
 
 
 @pytest.mark.parametrize(
