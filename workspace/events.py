@@ -24,9 +24,13 @@ __all__ = ["EVENT_LOCK", "append_event", "events_since"]
 EVENT_LOCK = 0x4745_5041_6576_6E74
 
 
-async def append_event(conn: Conn, run_id: str, type: str, data: dict[str, Any]) -> Event:
-    """Append one event (``data`` already scrubbed) and return it with its ``seq``."""
-    text = dumps(data, what=f"event {type!r} data")
+async def append_event(
+    conn: Conn, run_id: str, type: str, data: dict[str, Any], text: str | None = None
+) -> Event:
+    """Append one event (``data`` already scrubbed; ``text``, its JSON, if made already)
+    and return it with its ``seq``."""
+    if text is None:
+        text = dumps(data, what=f"event {type!r} data")
     if conn.dialect.postgres:
         await conn.fetchall("SELECT pg_advisory_xact_lock(?)", (EVENT_LOCK,))
     ts = time.time()

@@ -113,7 +113,8 @@ async def lookup_many(conn: Conn, keys: Sequence[str]) -> dict[str, RolloutRecor
     return found
 
 
-async def _ok_ids(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
+async def ok_ids(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
+    """The row id of each key's ``ok`` rollout (missing keys are absent), nothing decoded."""
     ids: dict[str, int] = {}
     for part in chunks(list(dict.fromkeys(keys))):
         marks = ",".join("?" * len(part))
@@ -133,7 +134,7 @@ async def insert_rollouts(
     Must run inside a write transaction. An ``ok`` row whose key already has an ``ok`` row
     (stored before, or earlier in this batch) is not inserted; its id is the existing one.
     """
-    existing = await _ok_ids(conn, [r.cache_key for r in records if r.status == "ok"])
+    existing = await ok_ids(conn, [r.cache_key for r in records if r.status == "ok"])
     slots: list[tuple[bool, int]] = []  # (is_new, existing id | index into fresh)
     fresh: list[tuple[object, ...]] = []
     fresh_keys: list[str | None] = []  # the cache key of each fresh ok row
@@ -178,7 +179,7 @@ async def _insert_concurrent(
     (after our lookup) returns nothing, and takes the id of that process's row."""
     returned = await conn.fetch_each(_INSERT_FIRST_OK, fresh)
     lost = [key for key, rows in zip(keys, returned, strict=True) if not rows and key]
-    winners = await _ok_ids(conn, lost) if lost else {}
+    winners = await ok_ids(conn, lost) if lost else {}
     ids = []
     for key, rows in zip(keys, returned, strict=True):
         if rows:

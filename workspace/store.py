@@ -296,6 +296,14 @@ class Workspace:
         async with self._db.read() as conn:
             return await rollouts.lookup_many(conn, keys)
 
+    async def stored_ok(self, keys: Sequence[str]) -> set[str]:
+        """The keys among ``keys`` that have a cached successful rollout, read without
+        decoding the rollouts (what counting the misses of an evaluation needs)."""
+        if not keys:
+            return set()
+        async with self._db.read() as conn:
+            return set(await rollouts.ok_ids(conn, keys))
+
     async def record_rollouts(self, records: Sequence[RolloutRecord]) -> list[int]:
         """Store finished rollouts in one transaction; their row ids, in order.
 
@@ -431,10 +439,19 @@ class Workspace:
     async def append_event(
         self, run_id: str, type: str, data: dict[str, Any] | None = None
     ) -> Event:
-        """Append to the event log; the returned event carries its monotonic ``seq``."""
-        clean = self.scrubber.value(data or {})
+        """Append to the event log; the returned event carries its monotonic ``seq``.
+
+        The data is walked for secrets only when its JSON text may hold one (as traces are):
+        most events hold none, and walking every string of a batch of trials cost more CPU
+        than storing it.
+        """
+        clean = data or {}
+        text = dumps(clean, what=f"event {type!r} data")
+        if self.scrubber.may_hold_secret(text):
+            clean = self.scrubber.value(clean)
+            text = dumps(clean, what=f"event {type!r} data")
         return await self._write_to_run(
-            run_id, lambda conn: events.append_event(conn, run_id, type, clean)
+            run_id, lambda conn: events.append_event(conn, run_id, type, clean, text)
         )
 
     async def events_since(

@@ -451,8 +451,8 @@ class RolloutQueue:
             for seed in seeds
             if seed not in self._gate.set_aside
         }
-        hits = await self._workspace.lookup_many(list(keys.values()))
-        return [s for s, k in keys.items() if k not in hits and k not in self._inflight]
+        stored = await self._workspace.stored_ok(list(keys.values()))
+        return [s for s, k in keys.items() if k not in stored and k not in self._inflight]
 
     async def _wait(self, futures: list[asyncio.Future[RolloutRecord]]) -> list[RolloutRecord]:
         """Gather the futures, unless the committer dies first (then raise its error)."""

@@ -50,6 +50,7 @@ class Recorder:
                 "seed": seed,
                 "host": headers[b"host"].decode(),
                 "port": scope["client"][1],
+                "headers": {k.decode(): v.decode() for k, v in headers.items()},
             }
         )
         if path.endswith("/health"):
@@ -100,6 +101,26 @@ async def test_plain_http_requests_reuse_one_kept_alive_connection(
         await client.aclose()
     # One request at a time, whatever its lane: one connection, kept alive throughout.
     assert len(recorder.seen) == 8 and len({s["port"] for s in recorder.seen}) == 1
+
+
+async def test_a_rollout_carries_the_token_and_the_headers_of_the_clients_other_requests(
+    server: tuple[str, Recorder],
+) -> None:
+    """Rollouts skip httpx's client layers: their headers must not lose anything by it."""
+    url, recorder = server
+    client = ContainerClient([url], token="tok-lanes-1")
+    try:
+        await client.check_health()
+        request = RolloutRequest(candidate={"system_prompt": "x"}, seed="s1")
+        outcome, _ = await client.rollout(request, lane=0)
+        assert outcome is not None and outcome.response.feedback == "ok s1"
+    finally:
+        await client.aclose()
+    health, rollout = (s["headers"] for s in recorder.seen)
+    assert rollout["authorization"] == health["authorization"] == "Bearer tok-lanes-1"
+    assert rollout["content-type"] == "application/json"
+    for name in ("user-agent", "accept", "accept-encoding", "host"):
+        assert rollout[name] == health[name], name
 
 
 class _Pool(httpx.AsyncBaseTransport):

@@ -51,6 +51,7 @@ async def test_a_changed_fingerprint_policy_or_prompt_misses(ws: Workspace, roll
     assert len(set(keys) | {stored.cache_key}) == 5
     assert await ws.lookup_many(keys) == {}
     assert set(await ws.lookup_many([*keys, stored.cache_key])) == {stored.cache_key}
+    assert await ws.stored_ok([*keys, stored.cache_key]) == {stored.cache_key}
 
 
 async def test_error_rows_are_stored_but_never_served(ws: Workspace, rollout, run_id) -> None:
@@ -58,6 +59,7 @@ async def test_error_rows_are_stored_but_never_served(ws: Workspace, rollout, ru
     [error_id] = await ws.record_rollouts([error])
     assert await ws.lookup(error.cache_key) is None
     assert await ws.lookup_many([error.cache_key]) == {}
+    assert await ws.stored_ok([error.cache_key]) == set()
     stored = await ws.get_rollout(error_id)
     assert (stored.status, stored.error, stored.reward) == ("error", error.error, None)
 
@@ -116,6 +118,7 @@ async def test_lookup_many_spans_more_keys_than_one_query_binds(ws: Workspace, r
     found = await ws.lookup_many(wanted + wanted[:5])  # repeated keys are fine
     assert set(found) == {r.cache_key for r in records[::2]}
     assert found[records[1000].cache_key].reward == 0.5
+    assert await ws.stored_ok(wanted + wanted[:5]) == set(found)
 
 
 async def test_committed_rollouts_survive_reopening(store: Store, rollout) -> None:

@@ -201,3 +201,21 @@ def _assert_absent(root: Path, secrets: tuple[str, ...]) -> None:
             raw = path.read_bytes()
             for secret in secrets:
                 assert secret.encode() not in raw, f"{secret} found in {path.name}"
+
+
+async def test_an_event_is_stored_as_given_unless_its_text_may_hold_a_secret(
+    tmp_path: Path,
+) -> None:
+    async with Workspace(tmp_path / "ws") as ws:
+        ws.scrubber.add(KNOWN)
+        run = await ws.create_run(RunConfig(containers=["http://127.0.0.1:9"]))
+        plain = {"trials": [{"seed": "s1", "reward": 0.5, "feedback": "wrong queue"}]}
+        leaky = {"trials": [{"seed": "s2", "feedback": f"echo {KNOWN}"}], "x": {"token": "t0k3n"}}
+        first = await ws.append_event(run.run_id, "trials", plain)
+        second = await ws.append_event(run.run_id, "trials", leaky)
+        assert first.data == plain
+        masked = {"trials": [{"seed": "s2", "feedback": "echo ***"}], "x": {"token": "***"}}
+        assert second.data == masked
+        stored = await ws.events_since(run.run_id)
+        assert [e.data for e in stored if e.type == "trials"] == [plain, masked]
+    _assert_absent(tmp_path / "ws", (KNOWN, "t0k3n"))
