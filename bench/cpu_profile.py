@@ -18,8 +18,10 @@ Prints, for the code on ``sys.path`` (the checkout, or ``PYTHONPATH=<another tre
 ``--http`` measures the container client's transport alone instead: CPU per ``POST
 /rollout`` against ``bench/noop_container.py`` (a real uvicorn server in its own process),
 ``--http-n`` requests by ``--http-concurrency`` workers over the same httpx client, through
-httpx's own transport (httpcore, one pool per worker, as before) and through
-``schemas.http11.PlainHTTPTransport`` (what plain-HTTP containers get now).
+httpx's own transport (httpcore, one pool per worker, as before), through
+``schemas.http11.PlainHTTPTransport`` by the client's ``send``, and straight to that
+transport, past httpx's client layers (cookies, auth, redirects): how the container client
+sends its rollouts now.
 
 Our packages are byte-compiled first (``compileall``, as ``pip install`` does for a wheel):
 with ``PYTHONDONTWRITEBYTECODE`` set, as on some machines, a checkout's modules are otherwise
@@ -108,20 +110,32 @@ def _rollout_body(i: int) -> bytes:
     ).encode()
 
 
-async def _post_all(http: Any, url: str, n: int, concurrency: int) -> None:
-    """``n`` POST /rollout as the container client sends them (streamed, capped read)."""
+async def _post_all(http: Any, url: str, n: int, concurrency: int, straight: Any = None) -> None:
+    """``n`` POST /rollout as the container client sends them (streamed, capped read):
+    through the client's ``send``, or ``straight`` to that transport (as rollouts go now)."""
+    import httpx
+
     from optimizer.runtime.lanes import lane_extensions
 
     numbers = iter(range(n))
+    headers = {**http.headers, "Content-Type": "application/json"}
 
     async def worker(lane: int) -> None:
         for i in numbers:
-            request = http.build_request(
-                "POST", f"{url}/rollout", content=_rollout_body(i),
-                headers={"Content-Type": "application/json"},
-                extensions=lane_extensions({}, lane),
-            )  # fmt: skip
-            response = await http.send(request, stream=True)
+            if straight is None:
+                request = http.build_request(
+                    "POST", f"{url}/rollout", content=_rollout_body(i),
+                    headers={"Content-Type": "application/json"},
+                    extensions=lane_extensions({}, lane),
+                )  # fmt: skip
+                response = await http.send(request, stream=True)
+            else:
+                request = httpx.Request(
+                    "POST", f"{url}/rollout", content=_rollout_body(i), headers=headers,
+                    extensions=lane_extensions({"timeout": http.timeout.as_dict()}, lane),
+                )  # fmt: skip
+                response = await straight.handle_async_request(request)
+                response.request = request
             body = bytearray()
             async for chunk in response.aiter_bytes():
                 body += chunk
@@ -162,19 +176,20 @@ def http_figures(n: int, concurrency: int, rounds: int, latency: float = 0.01) -
     from schemas.http11 import PlainHTTPTransport
 
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-    transports = {
-        "httpx (httpcore, a pool a worker)": lambda: _pool_per_lane(limits),
-        "PlainHTTPTransport": lambda: PlainHTTPTransport(limits=limits),
+    transports = {  # name -> (transport, sent straight to it)
+        "httpx (httpcore, a pool a worker)": (lambda: _pool_per_lane(limits), False),
+        "PlainHTTPTransport": (lambda: PlainHTTPTransport(limits=limits), False),
+        "PlainHTTPTransport, sent straight": (lambda: PlainHTTPTransport(limits=limits), True),
     }
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with noop_container(latency) as url:
         for _ in range(rounds):
-            for name, make in transports.items():
+            for name, (make, straight) in transports.items():
 
-                async def run(make: Any = make) -> None:
+                async def run(make: Any = make, straight: bool = straight) -> None:
                     transport = make()
                     async with httpx.AsyncClient(transport=transport, timeout=60) as http:
-                        await _post_all(http, url, n, concurrency)
+                        await _post_all(http, url, n, concurrency, transport if straight else None)
 
                 started = time.process_time()
                 asyncio.run(run())

@@ -9,6 +9,7 @@ that closed our stdout (``runs show RID | head``) -> 141, quietly, as other CLIs
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -54,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser(words[0] if words else None).parse_args(words)
+        # What the imports made lives until exit: frozen, the collector never walks it again,
+        # nor does the interpreter's last collection at exit (~40 ms of a run's CPU).
+        gc.freeze()
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
         return code

@@ -94,7 +94,7 @@ class GepaSearch:
         self._best_mean = best[1] if best else None
         pending = self._acceptance.pending
         try:
-            await asyncio.gather(*workers)
+            await self._unless_baseline_fails(asyncio.gather(*workers))
             # children still being accepted in the background, unless nothing can beat the best
             while pending and not self._ctx.solved:
                 await asyncio.gather(*list(pending))
@@ -102,6 +102,21 @@ class GepaSearch:
             for task in [*workers, *pending, *([self._scored] if self._scored else [])]:
                 task.cancel()
         return self._ctx.stop or "stopped"
+
+    async def _unless_baseline_fails(self, work: asyncio.Future[list[None]]) -> None:
+        """Until ``work`` is done; a failure of the baseline's rest (its error rate passed
+        the limit, say) ends the search at once with that error, though no writer is back
+        yet to wait for it."""
+        scored = self._scored
+        if scored is not None:
+            if not scored.done():
+                await asyncio.wait((work, scored), return_when=asyncio.FIRST_COMPLETED)
+            error = scored.exception() if scored.done() and not scored.cancelled() else None
+            if error is not None:
+                work.cancel()
+                work.add_done_callback(lambda f: f.cancelled() or f.exception())
+                raise error
+        await work
 
     async def _take_in_baseline(self, scoring: BaselineScores) -> None:
         """Once the baseline's whole train split is scored: its failures are grouped again

@@ -42,8 +42,8 @@ class BaselineScores:
             await asyncio.shield(self.rest)
 
     async def cancel(self) -> None:
-        """Stop the rest (the run ends another way)."""
-        if self.rest is not None and not self.rest.done():
+        """Stop the rest (the run ends another way, and its error is the one reported)."""
+        if self.rest is not None:
             self.rest.cancel()
             await asyncio.gather(self.rest, return_exceptions=True)
 

@@ -11,7 +11,6 @@ change the winner; the rest of the budget is not spent).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.dispatch import RolloutQueue
@@ -102,9 +101,8 @@ class BackgroundHoldouts:
         await asyncio.gather(*self._tasks)
 
     async def cancel(self) -> None:
-        """Stop the holdout evaluations still running (the run ends another way)."""
+        """Stop the holdout evaluations still running (the run ends another way, and its
+        error is the one reported: one these failed with too is taken, not logged)."""
         for task in self._tasks:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

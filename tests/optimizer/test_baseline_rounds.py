@@ -9,15 +9,17 @@ budget, search and workspace are the real ones.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from optimizer.runtime.run import RunResult
 from optimizer.searches import run_optimization
-from schemas import Event, RunConfig
+from schemas import ContainerError, Event, RunConfig
 from tests.fakes.scripted import (
     BASELINE,
     SEARCH_SETTINGS,
@@ -124,3 +126,47 @@ async def test_a_first_round_with_fewer_kinds_of_failure_than_writers_waits_for_
     types = [e.type for e in events]
     assert held.released_by_timeout  # nobody let the rest go: the search waited for it
     assert types.index("scored") < types.index("iteration")
+
+
+class FailingRest(HeldBaseline):
+    """The container, answering 500 to the baseline's train rollouts after its first round,
+    once they are let go."""
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/rollout":
+            body = json.loads(request.content)
+            if body["candidate"]["system_prompt"] == self.baseline and body["seed"] in self.train:
+                self.served.append(body["seed"])
+                if len(self.served) > ROUND:
+                    await self._wait()
+                    return httpx.Response(500, json={"error": {"message": "down"}})
+        return self.container(request)
+
+
+async def test_the_baselines_rest_failing_ends_the_search_while_every_writer_is_out(
+    tmp_path: Path,
+) -> None:
+    # Both writers are held for good: only the rest's failure can end the run.
+    held = FailingRest(RuleContainer(program(LABELS)))
+    proposer = ScriptedProposer()
+    proposer.hold(1), proposer.hold(2)
+
+    async def release() -> None:  # the rest fails once both writers are out
+        while len(proposer.seen) < 2 and not held.release.is_set():
+            await asyncio.sleep(0.005)
+        held.release.set()
+
+    releaser = asyncio.create_task(release())
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    events: list[Event] = []
+    with pytest.raises(ContainerError, match="rollouts failed"):
+        await asyncio.wait_for(
+            _run(held, proposer, events, tmp_path, proposals_in_flight=2, max_retries=0), 20
+        )
+    await releaser
+    assert not held.released_by_timeout and len(proposer.seen) == 2  # both were out
+    gc.collect()
+    await asyncio.sleep(0)
+    assert [c.get("future") for c in unretrieved] == []  # "Task exception was never retrieved"
