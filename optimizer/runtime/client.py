@@ -147,7 +147,8 @@ class ContainerClient:
         # Rollouts of a client made here skip httpx's client layers (cookies, auth, redirects,
         # hooks: none of them used): about 200 us of CPU a rollout. Headers as it sent them.
         self._direct = transport if http is None else None
-        self._direct_headers = {**self._http.headers, **self._rollout_headers}
+        if self._direct is not None:
+            self._rollout_headers = {**self._http.headers, **self._rollout_headers}
 
     @property
     def urls(self) -> list[str]:
@@ -342,24 +343,17 @@ class ContainerClient:
         with the URL and the timeout prepared once: CPU per rollout is the queue's budget.
         A client made here sends straight to its transport (see ``__init__``).
         """
-        extensions = lane_extensions(self._rollout_extensions, lane)
+        make = self._http.build_request if self._direct is None else httpx.Request
+        request = make(
+            "POST",
+            endpoint.rollout_url,
+            content=body,
+            headers=self._rollout_headers,
+            extensions=lane_extensions(self._rollout_extensions, lane),
+        )
         if self._direct is None:
-            request = self._http.build_request(
-                "POST",
-                endpoint.rollout_url,
-                content=body,
-                headers=self._rollout_headers,
-                extensions=extensions,
-            )
             response = await self._http.send(request, stream=True)
         else:
-            request = httpx.Request(
-                "POST",
-                endpoint.rollout_url,
-                content=body,
-                headers=self._direct_headers,
-                extensions=extensions,
-            )
             response = await self._direct.handle_async_request(request)
             response.request = request
         try:
