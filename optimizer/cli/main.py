@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 
 from schemas import GepaError, UserError
 from workspace.redact import scrub_text
@@ -42,6 +43,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gepa-runtime",
         description="Reflective Pareto prompt optimization (GEPA) for any app over HTTP.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version('gepa-runtime')}"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     modules = (COMMANDS[command],) if command in COMMANDS else COMMAND_MODULES

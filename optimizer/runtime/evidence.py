@@ -10,6 +10,7 @@ import difflib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,7 @@ async def build_evidence(
     best, base = promo.best_id, inputs.baseline_id
     return {
         "run_id": inputs.run_id,
+        "version": version("gepa-runtime"),  # the release that produced this packet
         "method": inputs.config.get("method", "gepa"),
         "status": inputs.status,
         "started_at": inputs.started_at,

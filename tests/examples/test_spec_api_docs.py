@@ -37,8 +37,8 @@ def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def extract_intent(trajectory: Any) -> str:
-    """The doc's 'task-specific extraction': the model's last message."""
-    return str(trajectory.messages[-1]["content"]).strip()
+    """The doc's 'task-specific extraction': the model's last message, read as the spec's type."""
+    return str(trajectory.messages[-1].content).strip()
 
 
 async def test_usage_snippet_runs_as_written(
@@ -101,6 +101,7 @@ async def test_usage_snippet_runs_as_written(
     printed = capsys.readouterr().out
     best = result.best_template
     assert best is not None and best.score == 1.0 and f"Best score: {best.score}" in printed
+    assert best.system != template.system  # a changed best, scored through ``.content``
     assert best.system.startswith("Classify the customer query") and "Known intents:" in best.system
     assert set(spec_models.INTENTS) <= set(best.system.replace(",", " ").replace(".", " ").split())
     # The flat row's own fields filled the template (the label column "intent" is never shown).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,7 @@ async def test_run_mipro_returns_best_template_population_and_trials(
     last = result.history[-1]
     assert last.best_score == last.details["best"]["score"] and last.best_score > 0
     assert (result.evidence_dir / "evidence.json").exists()
+    assert result.run.evidence["version"] == version("gepa-runtime")  # the release that ran it
 
 
 async def test_run_gepa_returns_per_generation_statistics(tmp_path: Path, splits: Path) -> None:

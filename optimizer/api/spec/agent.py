@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,11 +31,13 @@ from container.target import is_async_callable
 from container.task import Candidate, Task
 from container.verifiers import Verifier
 from optimizer.api.spec.config import Endpoint
+from optimizer.api.spec.message import Message, messages_of
 from optimizer.api.spec.rows import Sample
-from schemas import Trace
+from schemas import Score, Trace
 
 __all__ = [
     "Environment",
+    "ScoreFn",
     "ToolLoopTarget",
     "Trajectory",
     "endpoint_target",
@@ -62,9 +64,13 @@ EnvironmentFactory = Callable[[Sample], Environment]
 
 @dataclass(frozen=True)
 class Trajectory:
-    """What the student did on one row: the chat (last message = its answer) and tool calls."""
+    """What the student did on one row: the chat (last message = its answer) and tool calls.
 
-    messages: tuple[Mapping[str, Any], ...]
+    Each message is a :class:`Message`: ``messages[-1].content`` and ``messages[-1]["content"]``
+    both read the answer.
+    """
+
+    messages: tuple[Message, ...]
     tool_calls: tuple[Mapping[str, Any], ...] = ()
     output: Any = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
@@ -72,7 +78,11 @@ class Trajectory:
     @property
     def answer(self) -> str:
         """The last message's text."""
-        return str(self.messages[-1].get("content") or "") if self.messages else ""
+        return str(self.messages[-1].content or "") if self.messages else ""
+
+
+# ``score_fn(trajectory, sample)``: a Score (or a float), sync or async.
+ScoreFn = Callable[[Trajectory, Sample], Score | float | Awaitable[Score | float]]
 
 
 def sample_of(task: Task) -> Sample:
@@ -172,7 +182,7 @@ def endpoint_target(
 def _trajectory(result: AgentResult) -> Trajectory:
     trace = result.trace or Trace()
     return Trajectory(
-        messages=tuple([*trace.messages, *(result.messages or [])]),
+        messages=messages_of([*trace.messages, *(result.messages or [])]),
         tool_calls=tuple(trace.tool_calls),
         output=result.output,
         metadata=result.metadata or {},

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optimizer.api.spec.message import Message, messages_of
 from schemas import PromptTemplate, TemplateError, UserError
 from schemas.template import placeholders, render_messages
 
@@ -126,8 +127,9 @@ def sample_fields(sample: Mapping[str, Any] | Sample) -> Mapping[str, Any]:
     return sample.input if isinstance(sample, Sample) else sample
 
 
-def format_prompt(
-    template: PromptTemplate, sample: Mapping[str, Any] | Sample
-) -> list[dict[str, str]]:
-    """Pure: the chat messages for one row (system, demos as user/assistant pairs, the row)."""
-    return render_messages(template, sample_fields(sample))
+def format_prompt(template: PromptTemplate, sample: Mapping[str, Any] | Sample) -> list[Message]:
+    """Pure: the chat messages for one row (system, demos as user/assistant pairs, the row).
+
+    Each is a :class:`Message`, read as ``m.content`` or ``m["content"]``.
+    """
+    return list(messages_of(render_messages(template, sample_fields(sample))))
