@@ -3,8 +3,8 @@
 Each container is a real process on 127.0.0.1, started on first use and kept for the session:
 ``python`` and ``node`` serve the twin conformance agents (agents/conformance_agent.py,
 container/typescript/test/fixtures/conformance-agent.ts) on the same data, ``*-template`` their
-prompt-template targets, and ``node-readme`` the agent of the README's "Wrap a Node agent"
-section against a scripted student model.
+prompt-template targets, and ``node-readme`` the agent of the TypeScript guide
+(``docs/wrap-typescript.md``) against a scripted student model.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TS_ROOT = ROOT / "container" / "typescript"
 CLI = TS_ROOT / "dist" / "src" / "cli.js"
 FIXTURES = TS_ROOT / "dist" / "test" / "fixtures"
-README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "wrap-typescript.md"
 ANNOUNCE = re.compile(r"serving (\S+) on (http://\S+)")
 _built: list[str] = []
 
@@ -150,16 +150,15 @@ def _announced(
 
 
 def readme_agent_source() -> str:
-    """The TypeScript agent of the README's "Wrap a Node agent" section, as written there."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Wrap a Node agent", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```ts\n(.*?)```", section, re.S)
-    assert blocks, 'README.md: the "Wrap a Node agent" section has no ```ts block'
+    """The TypeScript agent of the TypeScript guide (``docs/wrap-typescript.md``), as written."""
+    text = GUIDE.read_text(encoding="utf-8")
+    blocks = re.findall(r"```ts\n(.*?)```", text, re.S)
+    assert blocks, "docs/wrap-typescript.md has no ```ts block"
     return str(blocks[0])
 
 
 def build_readme_agent(folder: Path) -> Path:
-    """Write the README's agent into a new project in ``folder`` and compile it; its .js path.
+    """Write the guide's agent into a new project in ``folder`` and compile it; its .js path.
 
     The project depends on the SDK as ``npm install /path/to/container/typescript`` would
     make it (a link in node_modules), and compiles with the SDK's own TypeScript.
@@ -189,5 +188,5 @@ def build_readme_agent(folder: Path) -> Path:
     (folder / "agent.ts").write_text(readme_agent_source(), encoding="utf-8")
     tsc = TS_ROOT / "node_modules" / "typescript" / "bin" / "tsc"
     done = subprocess.run([node, str(tsc), "-p", str(folder)], capture_output=True, text=True)
-    assert done.returncode == 0, f"the README's agent does not compile:\n{done.stdout}{done.stderr}"
+    assert done.returncode == 0, f"the guide's agent does not compile:\n{done.stdout}{done.stderr}"
     return folder / "dist" / "agent.js"

@@ -1,4 +1,4 @@
-"""The protocol conformance suite: both SDKs (and the README's Node agent) answer alike.
+"""The protocol conformance suite: both SDKs (and the TypeScript guide's agent) answer alike.
 
 Every answer must validate against the JSON Schemas ``gepa-runtime schema`` prints, and the
 same mistake must get the same status code, error ``type`` (and ``Retry-After``,

@@ -1,6 +1,6 @@
 """End-to-end: ``gepa-runtime optimize run`` drives a real Node container to a promoted result.
 
-The container is the agent of the README's "Wrap a Node agent" section, compiled as written
+The container is the agent of the TypeScript guide (``docs/wrap-typescript.md``), compiled as written
 and served by the TypeScript SDK's CLI on 127.0.0.1; its model is a scripted OpenAI-compatible
 student (tests/fakes/student_server.py) and the reflection model the scripted one of the
 Python end-to-end tests. Every paid rollout reaches the Node container's model exactly once,
@@ -64,7 +64,7 @@ def _spans(receiver: Any, count: int, timeout: float = 20.0) -> list[dict[str, A
 
 def test_optimize_run_promotes_a_better_prompt_for_the_readme_node_agent(tmp_path: Path) -> None:
     agent = node.build_readme_agent(tmp_path / "agent")
-    # The README's tickets have a text column (task.input is {"text": ...}).
+    # The guide's tickets have a text column (task.input is {"text": ...}).
     rows = [json.loads(line) for line in (FAKES / "toy_data.jsonl").read_text().splitlines()]
     tickets = tmp_path / "tickets.jsonl"
     for row in rows:

@@ -1,5 +1,5 @@
 """Container replicas (issue 29 item 3): real container processes on 127.0.0.1, reached through
-Debian's HAProxy (the README's recipe) or as a list of ``--container`` URLs.
+Debian's HAProxy (the recipe of ``docs/replicas.md``) or as a list of ``--container`` URLs.
 
 A replica killed (``kill -9``) mid-run loses nothing: every rollout it had in flight is
 retried on another replica, none is recorded as an error, and every score is the one the

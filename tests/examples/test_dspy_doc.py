@@ -1,6 +1,6 @@
-"""The README's "Optimize a DSPy program" example, run as written.
+"""The DSPy guide's example (``docs/wrap-dspy.md``), run as written.
 
-The Python block is read from the README and executed with ``OPENAI_BASE_URL`` pointing at
+The Python block is read from the page and executed with ``OPENAI_BASE_URL`` pointing at
 the scripted DSPy student on 127.0.0.1 (LiteLLM reads it, as the ``openai`` client does);
 only ``serve_program``'s blocking server is swapped for a real uvicorn server in a thread,
 given exactly what the example passed. Its rollouts score as the example's metric says.
@@ -25,9 +25,8 @@ from tests.fakes.dspy_student import create_app as student_app  # noqa: E402
 
 
 def _python_block() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Optimize a DSPy program", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    text = (ROOT / "docs" / "wrap-dspy.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, re.S)[0]
 
 
 def test_the_dspy_example_serves_its_program(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,7 +35,7 @@ def test_the_dspy_example_serves_its_program(monkeypatch: pytest.MonkeyPatch) ->
     with thread_server(student_app()) as student:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{student}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "local-no-key")
-        exec(_python_block(), {"__name__": "serve_sounds"})  # noqa: S102 - the README's code
+        exec(_python_block(), {"__name__": "serve_sounds"})  # noqa: S102 - the guide's code
         ((args, kwargs),) = served
         assert kwargs.pop("port") == 8100
         with thread_server(container.dspy.dspy_app(*args, **kwargs)) as url:

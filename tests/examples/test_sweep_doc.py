@@ -1,6 +1,6 @@
-"""The README's "Compare student models" examples, run as written.
+"""The sweeps guide's examples (``docs/sweeps.md``), run as written.
 
-The shell and the Python block are read from the README; only the container URL is replaced
+The shell and the Python block are read from the page; only the container URL is replaced
 by that of a real container on 127.0.0.1 whose three student models differ in skill and
 price (:mod:`tests.fakes.model_container`), and ``gpt-4.1`` reaches the scripted reflection
 model through ``OPENAI_BASE_URL``, as the ``openai`` client reads it.
@@ -31,9 +31,8 @@ DOC_URL = "http://127.0.0.1:8100"
 
 
 def _blocks(language: str) -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Compare student models", 1)[1].split("\n### ", 1)[0]
-    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+    text = (ROOT / "docs" / "sweeps.md").read_text(encoding="utf-8")
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
 @pytest.fixture
@@ -73,7 +72,7 @@ async def test_the_python_example(
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
     body = textwrap.indent(code.replace(DOC_URL, servers), "    ")
-    exec(f"async def example():\n{body}", namespace)  # noqa: S102 - the README's own code
+    exec(f"async def example():\n{body}", namespace)  # noqa: S102 - the guide's own code
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         await namespace["example"]()  # type: ignore[operator]

@@ -1,12 +1,12 @@
 """One scripted OpenAI-compatible server for the docs' runnable examples: student and reflection.
 
 Whatever the model's name, a request carrying the proposer's block format (``<<<COMPONENT``)
-or MIPRO's requests is the reflection model's, answered by
-:func:`optimizer.testing.scripted_answer`. Any other request is the student's: it knows
-which animal makes each sound (``ANIMALS``) but answers with the animal only when the
-conversation before the question names it, else ``unknown``; it answers a ticket with the
-team the system prompt names for it the same way (``TEAMS``). ``app.state.requests`` keeps
-every body.
+or MIPRO's requests is the reflection model's: it writes a prompt naming every label the
+feedback it was shown says was expected, plus those the prompt knew (MIPRO's requests get
+:func:`optimizer.testing.scripted_answer`). Any other request is the student's: it knows
+which animal makes each sound (``ANIMALS``) and which team a ticket goes to (``TEAMS``), but
+answers only when the conversation before the question names that label, else ``unknown``.
+``app.state.requests`` keeps every body.
 """
 
 from __future__ import annotations
@@ -25,9 +25,29 @@ ANIMALS = {"moo": "cow", "meow": "cat", "woof": "dog", "hoot": "owl", "buzz": "b
 TEAMS = {"refund": "billing", "invoice": "billing", "password": "accounts", "login": "accounts"}
 
 
+LABELS = set(ANIMALS.values()) | set(TEAMS.values())
+EXPECTED = re.compile(r"expected[\s'\"`]*([a-z_]+)", re.I)
+KNOWN = re.compile(r"Known labels: ([a-z_, ]+)\.")
+
+
+def _text(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in messages)
+
+
 def _is_reflection(messages: list[dict[str, Any]]) -> bool:
-    text = "\n".join(str(m.get("content") or "") for m in messages)
+    text = _text(messages)
     return "<<<COMPONENT" in text or "summarize this data" in text
+
+
+def _reflection(messages: list[dict[str, Any]]) -> str:
+    text = _text(messages)
+    if "<<<COMPONENT" not in text or "Write one new, complete instruction" in text:
+        return scripted_answer(messages)  # MIPRO's data summary and instructions
+    known = {w.strip() for found in KNOWN.findall(text) for w in found.split(",")}
+    expected = {w.lower() for w in EXPECTED.findall(text)} & LABELS
+    labels = ", ".join(sorted((known | expected) - {""}))
+    body = "Answer with the label." + (f" Known labels: {labels}." if labels else " Be precise.")
+    return f"<<<COMPONENT system_prompt\n{body}\n>>>\nRATIONALE: name the labels seen"
 
 
 def _student(messages: list[dict[str, Any]]) -> str:
@@ -46,7 +66,7 @@ def create_app() -> Starlette:
         body = await request.json()
         request.app.state.requests.append(body)
         messages = body["messages"]
-        text = scripted_answer(messages) if _is_reflection(messages) else _student(messages)
+        text = _reflection(messages) if _is_reflection(messages) else _student(messages)
         return JSONResponse(
             {
                 "id": "chatcmpl-docs",
@@ -64,6 +84,14 @@ def create_app() -> Starlette:
             }
         )
 
-    app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+    async def models(request: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [{"id": "docs-model", "object": "model"}]})
+
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", completions, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )
     app.state.requests = []
     return app

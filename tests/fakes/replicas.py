@@ -1,7 +1,7 @@
 """Container replicas as real processes on 127.0.0.1, and HAProxy (Debian's) in front of them.
 
 ``replicas(n, ...)`` starts ``n`` processes of ``capacity_container.py``; ``haproxy(urls)``
-starts ``haproxy`` in the foreground with the README's recipe (least-connections
+starts ``haproxy`` in the foreground with the recipe of ``docs/replicas.md`` (least-connections
 balancing, a slot limit per replica, health checks, a dead replica's requests redispatched)
 and yields the one URL the optimizer is given. Without the ``haproxy`` binary the tests
 skip naming the package, unless ``GEPA_REQUIRE_HAPROXY=1`` (CI), which makes that a failure.
@@ -84,7 +84,7 @@ def haproxy_binary() -> str:
 
 
 def haproxy_config(port: int, urls: list[str], maxconn: int) -> str:
-    """The README's HAProxy recipe for ``urls`` on 127.0.0.1:``port``."""
+    """The HAProxy recipe of ``docs/replicas.md`` for ``urls`` on 127.0.0.1:``port``."""
     servers = "\n".join(
         f"    server r{i} {url.removeprefix('http://')}" for i, url in enumerate(urls, 1)
     )

@@ -22,7 +22,10 @@ def test_format_prompt_gives_messages_that_read_both_ways() -> None:
     assert [m.content for m in messages] == [m["content"] for m in messages]
     assert messages[-1].content == "Query: reset my PIN"
     assert messages[0] == {"role": "system", "content": "Classify."}  # still the plain dict
-    assert json.loads(json.dumps(messages))[-1] == {"role": "user", "content": "Query: reset my PIN"}
+    assert json.loads(json.dumps(messages))[-1] == {
+        "role": "user",
+        "content": "Query: reset my PIN",
+    }
 
 
 def test_a_message_without_a_key_reads_as_nothing() -> None:
@@ -43,7 +46,10 @@ def test_score_fn_reads_the_trajectorys_last_message_as_the_spec_does() -> None:
 
     verifier = score_verifier(score_fn)
     task = Task(name="row-00003", input={"query": "reset my PIN"}, expected="pin_reset")
-    chat = [{"role": "user", "content": "reset my PIN"}, {"role": "assistant", "content": "pin_reset"}]
+    chat = [
+        {"role": "user", "content": "reset my PIN"},
+        {"role": "assistant", "content": "pin_reset"},
+    ]
     result = AgentResult(output="pin_reset", trace=Trace(messages=chat))
     score = verifier.fn(task, result)
     assert seen == [("pin_reset", "pin_reset")] and score.score == 1.0
