@@ -120,7 +120,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "--auto",
         "auto",
-        "budget from split sizes (formula in the README)",
+        "budget from split sizes (formula in docs/budget.md)",
         choices=("light", "medium", "heavy"),
     ),
     Flag("--max-cost-usd", "max_cost_usd", "budget: student + proposer dollars", _finite),

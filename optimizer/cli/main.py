@@ -37,8 +37,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser with every command group registered, or only ``command``'s.
 
     A command line names its command first; importing only that group's module spares
-    ``optimize run`` the servers' imports (uvicorn, starlette, the service's app), about a
-    fifth of its start-up CPU. ``--help`` and an unknown command get every group.
+    ``optimize run`` the servers' imports (uvicorn, starlette, the service's app), a share of its
+    start-up CPU. ``--help`` and an unknown command get every group.
     """
     parser = argparse.ArgumentParser(
         prog="gepa-runtime",
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser(words[0] if words else None).parse_args(words)
         # What the imports made lives until exit: frozen, the collector never walks it again,
-        # nor does the interpreter's last collection at exit (~40 ms of a run's CPU).
+        # nor does the interpreter's last collection at exit.
         gc.freeze()
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit

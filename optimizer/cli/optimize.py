@@ -132,7 +132,7 @@ def _new_config(args: argparse.Namespace) -> RunConfig:
     (:func:`optimizer.runtime.run_config.new_config`)."""
     config = config_from_args(args)
     if not config.budget_given():
-        print("no budget given: using --auto light (see README for the formula)", file=sys.stderr)
+        print("no budget given: using --auto light (the formula: docs/budget.md)", file=sys.stderr)
     config = new_config(config)
     check_runnable(config)
     return config

@@ -146,7 +146,7 @@ class _ServiceServer(uvicorn.Server):
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets that say TCP, and
-    # without it a reused connection waits ~40 ms per answer (Nagle against delayed ACKs).
+    # without it a reused connection waits on every answer (Nagle against delayed ACKs).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
