@@ -12,6 +12,7 @@ outside those blocks.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 
 from optimizer.testing import thread_server
 from tests.fakes import spec_models
+from tests.fakes.servers import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -228,3 +230,24 @@ async def test_mipro_snippet_runs_as_written(models: tuple[str, Any]) -> None:
     demos = best.few_shot_examples
     assert all(set(d.input) == {"query", "intents"} for d in demos)  # the template's fields
     assert len(app.state.requests["reflection"]) >= 2
+
+
+SPEC = ROOT.parent / "shared" / "product-docs" / "04-prompt-optimization-spec.md"
+# What the spec imports from ``rollouts.prompt_optimization`` and ``rollouts.dtypes``.
+SPEC_NAMES = {
+    "PromptTemplate", "GEPAConfig", "MIPROConfig", "run_gepa", "run_mipro", "Endpoint",
+    "Message", "Trajectory", "Score", "Metric", "Sample", "ScoreFn", "Environment",
+}  # fmt: skip
+
+
+def test_every_name_the_spec_imports_is_importable_from_optimizer() -> None:
+    import optimizer
+
+    missing = [name for name in sorted(SPEC_NAMES) if not hasattr(optimizer, name)]
+    assert not missing, f"the spec imports {missing}, which optimizer does not export"
+    if SPEC.exists():  # the product docs sit beside the repository, where they are laid out
+        text = SPEC.read_text(encoding="utf-8")
+        pattern = r"from rollouts\.(?:prompt_optimization|dtypes) import (\([^)]*\)|[^\n]*)"
+        groups = re.findall(pattern, text)
+        named = {w.strip(" ()\n") for group in groups for w in group.split(",")} - {""}
+        assert "Message" in named and named <= SPEC_NAMES, named - SPEC_NAMES
