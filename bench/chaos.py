@@ -1,4 +1,4 @@
-"""The chaos bench: issue 13's hostile scenarios against the real CLI and service processes.
+"""The chaos bench: hostile scenarios against the real CLI and service processes.
 
     .venv/bin/python bench/chaos.py                      # every scenario, then the memory line
     .venv/bin/python bench/chaos.py --only faults,sigkill --no-memory --keep

@@ -1,4 +1,4 @@
-"""bench/scale.py: past one machine, measured on this one (issue 29 item 6), in one run.
+"""bench/scale.py: past one machine, measured on this one, in one run.
 
 Sections, in order:
 - R1-R3 (bench/scale_replicas.py): rollouts/s against 1, 2 and 4 capacity-limited replicas

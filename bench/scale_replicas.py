@@ -1,8 +1,8 @@
-"""bench/scale.py's sections on container replicas and adaptive concurrency (issue 29).
+"""bench/scale.py's sections on container replicas and adaptive concurrency.
 
 R1 throughput: rollouts/s through the real queue and client against 1, 2 and 4 replicas of a
    latency-bound container that takes 8 rollouts at once (capacity 8 each), behind Debian's
-   HAProxy (the README's recipe) and as a list of --container URLs. Target: 4 replicas >=
+   HAProxy (the recipe of docs/replicas.md) and as a list of --container URLs. Target: 4 replicas >=
    3.6x one.
 R2 a replica killed mid-run (kill -9, 3 replicas, behind HAProxy and as a URL list): rollouts
    lost, errored, and scores that differ from the container's rule (target: 0, 0, 0).

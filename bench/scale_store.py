@@ -1,4 +1,4 @@
-"""bench/scale_store.py: the store's figures of issue 29 item 6, PostgreSQL beside SQLite.
+"""bench/scale_store.py: the store's figures, PostgreSQL beside SQLite.
 
 S1 CPU per rollout: paid rollouts through the rollout queue against the no-op container
    (bench/noop_container.py, latency 0), the workspace on SQLite and then on PostgreSQL,

@@ -1,4 +1,4 @@
-"""Adaptive concurrency against a real container process with a hidden capacity (issue 29 item 4).
+"""Adaptive concurrency against a real container process with a hidden capacity.
 
 The container takes 4 rollouts at once and answers 429 (``Retry-After: 0.5``) above that;
 the queue runs at ``--concurrency 32`` with far more work than it can take. Once the limit

@@ -1,4 +1,4 @@
-"""Banking77 on the real local model, through real processes (issue: the README's main job).
+"""Banking77 on the real local model, through real processes (the README's main job).
 
 A tiny optimization: the Banking77 container (``python -m examples.banking77``) as a process
 talking to a llama.cpp server with Qwen2.5-Coder-0.5B, and the optimizer using the same model

@@ -1,4 +1,4 @@
-"""A container that answers 429 for a long while: the run waits it out and says so (issue 32 item 7).
+"""A container that answers 429 for a long while: the run waits it out and says so.
 
 ``optimize run`` (a real process) against a real container process that refuses every
 rollout with 429 (``Retry-After: 1``) for its first 8 seconds, with ``--max-retries 2``: a

@@ -1,4 +1,4 @@
-"""Container replicas (issue 29 item 3): real container processes on 127.0.0.1, reached through
+"""Container replicas: real container processes on 127.0.0.1, reached through
 Debian's HAProxy (the recipe of ``docs/replicas.md``) or as a list of ``--container`` URLs.
 
 A replica killed (``kill -9``) mid-run loses nothing: every rollout it had in flight is

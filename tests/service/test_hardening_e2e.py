@@ -1,4 +1,4 @@
-"""The attacks of issue 13 against ``gepa-runtime serve`` as a real process on 127.0.0.1."""
+"""Hostile requests against ``gepa-runtime serve`` as a real process on 127.0.0.1."""
 
 from __future__ import annotations
 

@@ -192,8 +192,8 @@ def test_a_url_made_into_a_path_is_refused_not_made_a_folder(tmp_path: Path, mon
 def test_the_cli_names_the_fix_and_makes_no_folder(
     postgres_url: str, tmp_path: Path, monkeypatch
 ) -> None:
-    """The regression of issue 29: ``--workspace postgresql://...`` made a local folder
-    named ``postgresql:``. Now it is a store, and a store that is down is said so."""
+    """``--workspace postgresql://...`` is a store, never a local folder named
+    ``postgresql:``, and a store that is down is said so."""
     monkeypatch.chdir(tmp_path)
     down = _with(postgres_url, port=str(_closed_port()))
     for argv, code, said in (
