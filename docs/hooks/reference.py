@@ -52,6 +52,7 @@ def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 
 def _cell(text: str | None) -> str:
+    """Plain text for a table cell (a pipe inside a code span needs no escape, and gets none)."""
     return (text or "").replace("|", "\\|").replace("\n", " ")
 
 
@@ -127,7 +128,7 @@ def config_markdown(parser: argparse.ArgumentParser) -> str:
     out = ["| field | type | default | flag | meaning |", "|---|---|---|---|---|"]
     for name, row in config_rows(parser).items():
         out.append(
-            f"| `{name}` | `{_cell(row['type'])}` | `{_cell(row['default'])}` | {row['flag']} "
+            f"| `{name}` | `{row['type']}` | `{row['default']}` | {row['flag']} "
             f"| {_cell(row['meaning'])} |"
         )
     return "\n".join(out) + "\n"
