@@ -19,7 +19,7 @@ Prints, for the code on ``sys.path`` (the checkout, or ``PYTHONPATH=<another tre
 /rollout`` against ``bench/noop_container.py`` (a real uvicorn server in its own process),
 ``--http-n`` requests by ``--http-concurrency`` workers over the same httpx client, through
 httpx's own transport (httpcore, one pool per worker, as before), through
-``schemas.http11.PlainHTTPTransport`` by the client's ``send``, and straight to that
+``transport.http11.PlainHTTPTransport`` by the client's ``send``, and straight to that
 transport, past httpx's client layers (cookies, auth, redirects): how the container client
 sends its rollouts now.
 
@@ -173,7 +173,7 @@ def http_figures(n: int, concurrency: int, rounds: int, latency: float = 0.01) -
     import httpx
     from dispatch_bench import noop_container
 
-    from schemas.http11 import PlainHTTPTransport
+    from transport.http11 import PlainHTTPTransport
 
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     transports = {  # name -> (transport, sent straight to it)

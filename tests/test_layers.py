@@ -3,11 +3,12 @@ in ``optimizer/`` or ``proposer/`` is over 400 lines and no module over 500, but
 
 The layers (``docs/architecture.md``), lowest first:
 
-    0  schemas                                   imports none of ours
-    1  container, workspace, proposer           may import schemas (and each other)
-    2  optimizer.runtime, optimizer.local_models
-    3  optimizer.gepa, optimizer.mipro          (never each other), optimizer.searches
-    4  optimizer (its __init__), optimizer.api, optimizer.checks, optimizer.cli, optimizer.service,
+    0  schemas                                   contracts: imports none of ours
+    1  transport                                 HTTP/1.1, chat clients, provider routing
+    2  container, workspace, proposer           may import the above (and each other)
+    3  optimizer.runtime, optimizer.local_models
+    4  optimizer.gepa, optimizer.mipro          (never each other), optimizer.searches
+    5  optimizer (its __init__), optimizer.api, optimizer.checks, optimizer.cli, optimizer.service,
        optimizer.sweep, optimizer.testing (what tests and benches share; the product never
        imports it)
 
@@ -25,24 +26,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("schemas", "container", "workspace", "proposer", "optimizer")
+PACKAGES = ("schemas", "transport", "container", "workspace", "proposer", "optimizer")
 LAYERS: dict[str, int] = {
     "schemas": 0,
-    "container": 1,
-    "workspace": 1,
-    "proposer": 1,
-    "optimizer.runtime": 2,
-    "optimizer.local_models": 2,
-    "optimizer.gepa": 3,
-    "optimizer.mipro": 3,
-    "optimizer.searches": 3,
-    "optimizer": 4,  # only its __init__: every other module is claimed by a longer prefix
-    "optimizer.api": 4,
-    "optimizer.checks": 4,
-    "optimizer.cli": 4,
-    "optimizer.service": 4,
-    "optimizer.sweep": 4,
-    "optimizer.testing": 4,
+    "transport": 1,
+    "container": 2,
+    "workspace": 2,
+    "proposer": 2,
+    "optimizer.runtime": 3,
+    "optimizer.local_models": 3,
+    "optimizer.gepa": 4,
+    "optimizer.mipro": 4,
+    "optimizer.searches": 4,
+    "optimizer": 5,  # only its __init__: every other module is claimed by a longer prefix
+    "optimizer.api": 5,
+    "optimizer.checks": 5,
+    "optimizer.cli": 5,
+    "optimizer.service": 5,
+    "optimizer.sweep": 5,
+    "optimizer.testing": 5,
 }
 # Searches are strategies side by side: one never builds on another's internals.
 SIBLINGS = frozenset({"optimizer.gepa", "optimizer.mipro"})
@@ -168,22 +170,27 @@ def test_imports_only_go_down_the_layers() -> None:
             "optimizer/runtime/run.py",
             "def f():\n    from optimizer.gepa.search import GepaSearch\n",
             "optimizer/runtime/run.py:2 imports optimizer.gepa.search.GepaSearch: "
-            "optimizer.runtime (layer 2) may not import optimizer.gepa (layer 3)",
+            "optimizer.runtime (layer 3) may not import optimizer.gepa (layer 4)",
         ),
         (
             "container/app.py",
             "import optimizer.runtime.client\n",
-            "container (layer 1) may not import optimizer.runtime (layer 2)",
+            "container (layer 2) may not import optimizer.runtime (layer 3)",
         ),
         (
             "schemas/config.py",
             "from workspace import Workspace\n",
-            "schemas (layer 0) may not import workspace (layer 1)",
+            "schemas (layer 0) may not import workspace (layer 2)",
+        ),
+        (
+            "transport/routing.py",
+            "from container import optimize\n",
+            "transport (layer 1) may not import container (layer 2)",
         ),
         (
             "optimizer/runtime/state.py",
             "from .. import searches\n",
-            "optimizer.runtime (layer 2) may not import optimizer.searches (layer 3)",
+            "optimizer.runtime (layer 3) may not import optimizer.searches (layer 4)",
         ),
         (
             "optimizer/mipro/search.py",

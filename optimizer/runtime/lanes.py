@@ -1,7 +1,7 @@
-"""The container client's transport: plain HTTP by :mod:`schemas.http11`, TLS by httpcore pools.
+"""The container client's transport: plain HTTP by :mod:`transport.http11`, TLS by httpcore pools.
 
 ``http://`` containers (the usual: on this machine, in a cluster, behind a gateway that
-terminates TLS) are reached through one :class:`schemas.http11.PlainHTTPTransport`: a
+terminates TLS) are reached through one :class:`transport.http11.PlainHTTPTransport`: a
 keep-alive connection per request in flight, no pool to scan, about 310 us of CPU per
 rollout where httpx's own transport spent about 770 us.
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from schemas.http11 import PlainHTTPTransport
+from transport.http11 import PlainHTTPTransport
 
 __all__ = ["LANE", "LaneTransport", "env_proxies", "lane_extensions"]
 

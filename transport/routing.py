@@ -1,8 +1,8 @@
 """Where a model name goes: the provider prefixes LiteLLM users write, on both planes.
 
 The optimizer sends the reflection model (``proposer.client``) and the container sends the
-student model (``container.student``); one table serves both, so it lives in ``schemas``,
-the one package both planes import. :data:`PROVIDERS` is that table:
+student model (``container.student``); one table serves both, so it lives in ``transport``,
+the networking both planes import. :data:`PROVIDERS` is that table:
 
 | prefix | endpoint (OpenAI-compatible unless said) | key variable |
 |---|---|---|

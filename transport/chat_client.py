@@ -2,8 +2,8 @@
 
 ``open_chat_completions(route, ...)`` is the optimizer's (the reflection model): ``await
 client.create(body)`` gives the completion's JSON object and ``await client.aclose()`` closes
-it; errors are :mod:`schemas.chat_http`'s tree. OpenAI-compatible endpoints are called over
-httpx directly (:class:`schemas.chat_http.HttpChatCompletions`), so the optimizer process
+it; errors are :mod:`transport.chat_http`'s tree. OpenAI-compatible endpoints are called over
+httpx directly (:class:`transport.chat_http.HttpChatCompletions`), so the optimizer process
 never imports the ``openai`` package for them; ``azure/`` deployments and ``bedrock/`` /
 ``vertex_ai/`` without a proxy go through the clients below, their errors translated.
 
@@ -24,15 +24,15 @@ from typing import Any, Protocol
 
 import httpx
 
-from schemas.chat_http import (
+from schemas.exceptions import UserError
+from transport.chat_http import (
     ChatAPIError,
     ChatConnectionError,
     ChatStatusError,
     ChatTimeout,
     HttpChatCompletions,
 )
-from schemas.exceptions import UserError
-from schemas.routing import ModelRoute
+from transport.routing import ModelRoute
 
 __all__ = ["ChatCompletions", "open_chat_client", "open_chat_completions"]
 

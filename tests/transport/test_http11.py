@@ -1,4 +1,4 @@
-"""The plain-HTTP transport (schemas/http11.py) against real servers on 127.0.0.1.
+"""The plain-HTTP transport (transport/http11.py) against real servers on 127.0.0.1.
 
 A uvicorn server for what real containers answer (lengths, chunked streams, gzip, HEAD, 204,
 ``Connection: close``), and a scripted asyncio server for what they should not (a dropped
@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from optimizer.testing import free_port, thread_server
-from schemas.http11 import PlainHTTPTransport
 from tests.fakes.asgi import read_body
 from tests.fakes.servers import ROOT
+from transport.http11 import PlainHTTPTransport
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -316,7 +316,7 @@ async def test_other_schemes_go_to_the_fallback_transport() -> None:
 
 _CHAT = """
 import asyncio, sys
-from schemas.chat_http import HttpChatCompletions
+from transport.chat_http import HttpChatCompletions
 
 async def main() -> None:
     chat = HttpChatCompletions(base_url=sys.argv[1], api_key=None, timeout=10, max_retries=0)

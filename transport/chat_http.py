@@ -1,7 +1,7 @@
 """OpenAI-compatible chat completions over httpx: ``POST {base_url}/chat/completions``.
 
 The optimizer's reflection client talks to OpenAI, OpenRouter, the providers of
-:data:`schemas.routing.PROVIDERS`, llama.cpp, vLLM and Ollama through this one request,
+:data:`transport.routing.PROVIDERS`, llama.cpp, vLLM and Ollama through this one request,
 without the ``openai`` package (whose thousands of type models cost the optimizer process
 about half a second of CPU to import). It keeps that client's manners: the key as
 ``Authorization: Bearer``, ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID`` as its headers, the
@@ -13,7 +13,7 @@ of jitter. The answer is the completion's JSON object, as sent. A server on this
 reached over plain ``http://`` without a proxy (llama.cpp, vLLM, Ollama, a test server) needs
 no TLS: its client trusts no certificate instead of loading the CA bundle (about 20 ms of
 CPU), so a redirect from there to ``https://`` fails rather than go unverified. It is also
-reached through :class:`schemas.http11.PlainHTTPTransport`, as the container client reaches a
+reached through :class:`transport.http11.PlainHTTPTransport`, as the container client reaches a
 plain-HTTP container, so a run against a local model never loads httpcore (about 30 ms of
 CPU).
 
@@ -42,8 +42,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from schemas.http11 import PlainHTTPTransport
-from schemas.routing import is_local_url
+from transport.http11 import PlainHTTPTransport
+from transport.routing import is_local_url
 
 __all__ = [
     "OPENAI_URL",
