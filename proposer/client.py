@@ -32,7 +32,7 @@ from proposer.pricing import cost_usd, price_for
 from proposer.types import ProposerConfig
 from schemas.config import RunConfig
 from schemas.exceptions import ProposerError, UserError
-from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 from transport.chat_client import open_chat_completions
 from transport.chat_http import ChatAPIError, ChatConnectionError, ChatStatusError, ChatTimeout
 from transport.routing import (

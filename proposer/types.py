@@ -14,7 +14,7 @@ from typing import Any
 
 from schemas.config import RunConfig
 from schemas.exceptions import UserError
-from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 from transport.routing import ENDPOINT_KINDS
 
 __all__ = [

@@ -24,6 +24,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import workspace.candidates as candidates
+import workspace.events as events
+import workspace.frontier as frontier
+import workspace.removal as removal
+import workspace.rollouts as rollouts
+import workspace.runs as runs
+import workspace.trials as trials
 from schemas.config import RunConfig
 from schemas.exceptions import RunLeased, UserError, WorkspaceError
 from schemas.records import (
@@ -36,7 +43,6 @@ from schemas.records import (
     Trial,
     TrialView,
 )
-from workspace import candidates, events, frontier, removal, rollouts, runs, trials
 from workspace.backends import backend_for
 from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace, strict_json
 from workspace.conn import Conn
