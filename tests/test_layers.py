@@ -74,12 +74,12 @@ class Import:
     target: str  # the imported module, dotted
 
 
-def _module_name(path: Path) -> str:
+def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _sources() -> Iterator[Path]:
+def sources() -> Iterator[Path]:
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             if "node_modules" not in path.parts and "typescript" not in path.parts:
@@ -98,7 +98,7 @@ def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
 
 def imports_of(path: Path, source: str | None = None) -> list[Import]:
     """Every import of ours in one file, at any depth (functions, ``if TYPE_CHECKING``)."""
-    module = _module_name(path)
+    module = module_name(path)
     rel = str(path.relative_to(ROOT))
     tree = ast.parse(source if source is not None else path.read_text())
     found: list[Import] = []
@@ -152,12 +152,12 @@ def violation(imp: Import) -> str | None:
 
 
 def test_every_module_of_ours_is_on_a_layer() -> None:
-    unplaced = [str(p.relative_to(ROOT)) for p in _sources() if layer_of(_module_name(p)) is None]
+    unplaced = [str(p.relative_to(ROOT)) for p in sources() if layer_of(module_name(p)) is None]
     assert not unplaced, f"modules on no layer (add them to LAYERS): {unplaced}"
 
 
 def test_imports_only_go_down_the_layers() -> None:
-    imports = [imp for path in _sources() for imp in imports_of(path)]
+    imports = [imp for path in sources() for imp in imports_of(path)]
     assert len(imports) > 300  # the scan saw the code base, not an empty tree
     problems = [p for p in map(violation, imports) if p is not None]
     assert not problems, "imports that go up the layers:\n" + "\n".join(problems)
