@@ -115,7 +115,7 @@ async def _post_all(http: Any, url: str, n: int, concurrency: int, straight: Any
     through the client's ``send``, or ``straight`` to that transport (as rollouts go now)."""
     import httpx
 
-    from optimizer.runtime.lanes import lane_extensions
+    from optimizer.runtime.rollouts.lanes import lane_extensions
 
     numbers = iter(range(n))
     headers = {**http.headers, "Content-Type": "application/json"}
@@ -149,7 +149,7 @@ def _pool_per_lane(limits: Any) -> Any:
     """httpx's own transport, one pool per worker: the container client's before plain HTTP."""
     import httpx
 
-    from optimizer.runtime.lanes import LANE
+    from optimizer.runtime.rollouts.lanes import LANE
 
     class PoolPerLane(httpx.AsyncBaseTransport):
         def __init__(self) -> None:

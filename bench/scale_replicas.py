@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer.runtime.limits import EndpointLimits  # noqa: E402
+from optimizer.runtime.rollouts.limits import EndpointLimits  # noqa: E402
 from tests.fakes.capacity_container import answer, load_program  # noqa: E402
 from tests.fakes.replicas import (  # noqa: E402
     KillAt,

@@ -50,10 +50,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from dispatch_bench import noop_container  # noqa: E402
 
-from optimizer.runtime.budget import Budget  # noqa: E402
-from optimizer.runtime.client import ContainerClient  # noqa: E402
-from optimizer.runtime.dispatch import RolloutQueue  # noqa: E402
-from optimizer.runtime.events import EventSink  # noqa: E402
+from optimizer.runtime.accounts.budget import Budget  # noqa: E402
+from optimizer.runtime.accounts.events import EventSink  # noqa: E402
+from optimizer.runtime.rollouts.client import ContainerClient  # noqa: E402
+from optimizer.runtime.rollouts.queue import RolloutQueue  # noqa: E402
 from optimizer.testing import free_port, reflection_app, thread_server, wait_http  # noqa: E402
 from schemas import (  # noqa: E402
     CandidateRecord,

@@ -1,4 +1,4 @@
-"""GEPA as a :class:`~optimizer.runtime.strategy.SearchMethod` (``--method gepa``)."""
+"""GEPA as a :class:`~optimizer.runtime.search.strategy.SearchMethod` (``--method gepa``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from optimizer.gepa.search import GepaSearch
 from optimizer.gepa.showing import failure_kind
 from optimizer.gepa.smoke import smoke_proposal
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.dispatch import SeedResult
-from optimizer.runtime.strategy import SearchStart
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.strategy import SearchStart
 from schemas import RunConfig
 
 __all__ = ["GepaMethod"]

@@ -1,4 +1,4 @@
-"""MIPRO as a :class:`~optimizer.runtime.strategy.SearchMethod` (``--method mipro``)."""
+"""MIPRO as a :class:`~optimizer.runtime.search.strategy.SearchMethod` (``--method mipro``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from optimizer.mipro.sampler import load_optuna
 from optimizer.mipro.search import InstructionSource, MiproSearch
 from optimizer.mipro.surface import surface_for
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.dispatch import SeedResult
-from optimizer.runtime.strategy import SearchStart
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.strategy import SearchStart
 from schemas import RunConfig, UserError
 
 __all__ = ["MiproMethod"]

@@ -26,10 +26,10 @@ from typing import Any, NoReturn
 import httpx
 import pytest
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.client import ContainerClient, RetryPolicy
-from optimizer.runtime.dispatch import RolloutQueue
-from optimizer.runtime.events import EventSink
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
+from optimizer.runtime.rollouts.queue import RolloutQueue
 from optimizer.testing import free_port, wait_http
 from schemas import RunConfig
 from tests.fakes.servers import FAKES, ROOT

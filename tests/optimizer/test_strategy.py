@@ -1,4 +1,4 @@
-"""The runtime runs whatever search it is handed (``optimizer.runtime.strategy``).
+"""The runtime runs whatever search it is handed (``optimizer.runtime.search.strategy``).
 
 A recording method stands in for GEPA behind the runtime's ``Runner``; the rule
 container behind ``httpx.MockTransport`` and a real workspace file. The built-in registry
@@ -16,10 +16,10 @@ import pytest
 
 from optimizer.gepa import GepaMethod
 from optimizer.mipro import MiproMethod
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.dispatch import SeedResult
-from optimizer.runtime.runner import Runner
-from optimizer.runtime.strategy import SearchStart
+from optimizer.runtime.lifecycle.runner import Runner
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.strategy import SearchStart
 from optimizer.searches import SEARCHES
 from schemas import RunConfig, UserError
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.lease import HeldLease
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.lifecycle.lease import HeldLease
 from schemas import GepaError, RunLeased
 from workspace import Workspace
 

@@ -4,7 +4,7 @@ Scores are derived from rollouts (which live in the workspace) and can always be
 from the cache; this object only keeps them at hand. Mutated by one event loop; the search
 serialises its read-modify-write steps with its own lock.
 
-A seed set aside (:mod:`optimizer.runtime.seed_failures`) leaves ``train_seeds`` and every
+A seed set aside (:mod:`optimizer.runtime.rollouts.seed_failures`) leaves ``train_seeds`` and every
 score table, so no mean, frontier or comparison counts it; ``kept`` filters other splits.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.runtime.frontier import Frontier, build_frontier, mean_score
-from optimizer.runtime.seed_failures import SetAside
+from optimizer.runtime.rollouts.seed_failures import SetAside
+from optimizer.runtime.search.frontier import Frontier, build_frontier, mean_score
 from schemas import CandidateRecord
 
 __all__ = ["SearchState"]

@@ -8,7 +8,7 @@ again costs a rollout per candidate and teaches nothing. So a seed with seed fau
 ``ASIDE_AFTER`` different candidates is *set aside*: the queue stops sending it, it leaves every
 score table (it is never scored as 0, and every mean is over the seeds that remain), and the
 run names it (event ``seed_set_aside``, a warning, the evidence packet, the report, the
-console). The error gate (:class:`optimizer.runtime.dispatch.ErrorGate`) counts a failing seed
+console). The error gate (:class:`optimizer.runtime.rollouts.gate.ErrorGate`) counts a failing seed
 once however often it failed, and every infrastructure fault.
 """
 

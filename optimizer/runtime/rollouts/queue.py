@@ -9,14 +9,14 @@ events) only after its transaction committed, so a killed run never counts what 
 A (candidate, seed) already in flight for another caller is not sent twice: the second caller
 waits for the first one's result (concurrent proposals often write the same text).
 
-A rollout that fails after its retries (``RolloutFailed``) or answers a body that cannot be
-scored (``InvalidRollout``: a NaN or out-of-range reward, a negative cost, an oversized
-body) is one errored record: stored with its reason, never scored or cached, and counted
-by the ``ErrorGate``, which stops the run only when errors pass ``--max-error-rate``, and
-then says what they were and what to change.
+A rollout that fails after its retries (``RolloutFailed``) or answers a body that cannot be scored
+(``InvalidRollout``: a NaN or out-of-range reward, a negative cost, an oversized body) is one
+errored record: stored with its reason, never scored or cached, and counted by the ``ErrorGate``
+(:mod:`optimizer.runtime.rollouts.gate`), which stops the run only when errors pass
+``--max-error-rate``, and then says what they were and what to change.
 
 While it runs, the queue's workers hold a share of each container URL's adaptive limit
-(``client.join``; :mod:`optimizer.runtime.limits`) and a :class:`LimitWatch` tells the run
+(``client.join``; :mod:`optimizer.runtime.rollouts.limits`) and a :class:`LimitWatch` tells the run
 about those limits: ``concurrency`` events, and warnings while a URL rate-limits it.
 """
 
@@ -24,19 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from optimizer.runtime.bodies import CandidateBody
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.client import ContainerClient, RolloutOutcome
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.limit_watch import LimitWatch
-from optimizer.runtime.seed_failures import INFRASTRUCTURE, SeedFailures, SetAside, failure_kind
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.rollouts.bodies import CandidateBody
+from optimizer.runtime.rollouts.client import ContainerClient, RolloutOutcome
+from optimizer.runtime.rollouts.gate import ErrorGate
+from optimizer.runtime.rollouts.limit_watch import LimitWatch
+from optimizer.runtime.rollouts.records import SeedResult, scored_record
+from optimizer.runtime.rollouts.seed_failures import SetAside, failure_kind
 from schemas import (
-    ContainerError,
     InvalidRollout,
     Policy,
     Program,
@@ -49,163 +49,9 @@ from schemas import (
 )
 from workspace import Workspace
 
-__all__ = ["ErrorGate", "RolloutQueue", "SeedResult", "scored_record"]
+__all__ = ["RolloutQueue"]
 
 FEEDBACK_IN_EVENTS = 400
-
-
-@dataclass(frozen=True)
-class SeedResult:
-    """The result of one (candidate, seed): ``reward`` is None when the rollout errored, or
-    when the seed was ``set_aside`` (not sent: it failed for two other candidates before)."""
-
-    seed: str
-    record: RolloutRecord
-    cached: bool
-    set_aside: bool = False
-
-    @property
-    def reward(self) -> float | None:
-        """The score, or None for an errored rollout (excluded from every mean)."""
-        return self.record.reward if self.record.status == "ok" else None
-
-
-# Why rollouts failed, as the gate reports them: (what happened, what to change).
-_FAILURES = {
-    "timeout": ("timed out", "raise --rollout-timeout if the agent needs longer"),
-    "invalid": ("answered 200 with a body that cannot be scored", "fix what the container returns"),
-    "status": (
-        "failed after retries with HTTP errors (a 500: the agent or verifier raised)",
-        "check the container's logs",
-    ),
-    "unavailable": (
-        "failed after retries with 429/502/503/504 answers",
-        "check the container's rate limits and that it and its model provider are up",
-    ),
-    "connection": (
-        "failed after retries on refused or dropped connections",
-        "check that the container is up and not overloaded",
-    ),
-    "rate_limit": (
-        "gave up on the container's rate limit (429s past --rate-limit-wait)",
-        "raise --rate-limit-wait, or give the container more capacity",
-    ),
-}
-
-
-@dataclass
-class ErrorGate:
-    """Stops a run whose paid rollouts fail too often to optimize on anything but noise.
-
-    A seed that fails on its own (a seed fault, :mod:`optimizer.runtime.seed_failures`) counts
-    once however often it failed, and is set aside once it failed for two different
-    candidates; infrastructure faults count every time. The run stops when these errors pass
-    ``max_rate`` of the rollouts (repeats of failing seeds left out), or when the seeds set
-    aside pass ``max_rate`` of the run's ``seeds`` (a container that started failing on every
-    row after many good rollouts).
-    """
-
-    max_rate: float
-    min_attempts: int = 10
-    ok: int = 0
-    faults: int = 0  # infrastructure faults, each counted
-    reasons: Counter[str] = field(default_factory=Counter)
-    last_error: dict[str, str] = field(default_factory=dict)
-    timeout_s: float | None = None  # the rollout timeout, to suggest a longer one
-    seeds: int | None = None  # the run's seeds, for the share set aside (else: the seeds seen)
-    failures: SeedFailures = field(default_factory=SeedFailures)
-    seen: set[str] = field(default_factory=set)
-
-    @property
-    def errors(self) -> int:
-        """Failing seeds (each once) plus infrastructure faults."""
-        return len(self.failures.failed) + self.faults
-
-    @property
-    def set_aside(self) -> dict[str, SetAside]:
-        """The seeds set aside, in the order they were."""
-        return self.failures.aside
-
-    def observe(self, record: RolloutRecord, reason: str = "status") -> SetAside | None:
-        """Count one paid rollout, ``reason`` (``failure_kind``) for an error; the seed's
-        ``SetAside`` when this failure set it aside."""
-        self.seen.add(record.seed)
-        if record.status == "ok":
-            self.ok += 1
-            return None
-        self.last_error[reason] = (record.error or "")[:300]
-        if reason in INFRASTRUCTURE:
-            self.faults += 1
-            self.reasons[reason] += 1
-            return None
-        if record.seed not in self.failures.failed:
-            self.reasons[reason] += 1
-        return self.failures.observe(record, reason)
-
-    def check(self) -> None:
-        """Raise ``ContainerError`` once the error rate passes the threshold."""
-        total = self.ok + self.errors
-        if total < self.min_attempts:
-            return
-        kinds = "; ".join(self._kind(r, n) for r, n in self.reasons.most_common())
-        limit = f"over the {self.max_rate:.0%} limit, --max-error-rate"
-        if self.errors / total > self.max_rate:
-            again = self.failures.repeats
-            repeats = f"; {again} repeated failures of those seeds counted once" if again else ""
-            raise ContainerError(
-                f"{self.errors} of {total} rollouts failed ({limit}{repeats}); the run cannot "
-                f"optimize on that: {kinds}"
-            )
-        aside, seeds = len(self.set_aside), self.seeds or len(self.seen)
-        if seeds and aside / seeds > self.max_rate:
-            raise ContainerError(
-                f"{aside} of {seeds} seeds failed for {self.failures.after} different candidates "
-                f"each and were set aside ({limit}); the run cannot optimize on what is left: "
-                f"{kinds}"
-            )
-
-    def snapshot(self) -> dict[str, Any]:
-        """What a resumed run needs to set the same seeds aside (the run's checkpoint)."""
-        return self.failures.snapshot()
-
-    def restore(self, data: Mapping[str, Any] | None) -> None:
-        """Take a ``snapshot`` back; the failing seeds count again, once each."""
-        if data:
-            self.failures.restore(dict(data))
-            for note in self.failures.aside.values():
-                self.reasons[note.kind] += 1
-                self.last_error[note.kind] = note.error
-
-    def _kind(self, reason: str, count: int) -> str:
-        what, fix = _FAILURES.get(reason, _FAILURES["status"])
-        if reason == "timeout" and self.timeout_s is not None:
-            fix = (
-                f"{fix}, e.g. --rollout-timeout {2 * self.timeout_s:g}; no answer came within "
-                f"{self.timeout_s:g} s (--rollout-timeout)"
-            )
-        return f"{count} {what} ({fix}; last: {self.last_error[reason]})"
-
-
-def scored_record(ids: Mapping[str, Any], outcome: RolloutOutcome) -> RolloutRecord:
-    """The stored form of a scored rollout; ``ids`` are its key fields (``cache_key``,
-    ``run_id``, ``candidate_id``, ``candidate_hash``, ``fingerprint``, ``seed``, ``policy``,
-    ``attempts``)."""
-    response = outcome.response
-    return RolloutRecord.model_validate(
-        {
-            **ids,
-            "status": "ok",
-            "reward": response.reward,
-            "objectives": response.objectives or {"reward": response.reward},
-            "output": response.output,
-            "feedback": response.feedback,
-            "trace": outcome.trace,
-            "trace_truncated": outcome.trace_truncated,
-            "usage": response.usage,
-            "latency_ms": response.usage.latency_ms or outcome.latency_ms,
-            "error": response.error,
-        }
-    )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ train scores). Cache hits are free, so a real run usually pays for less than N.
 The search may spend everything but what the end of the run will still need
 (``Budget.reserve_final``, kept up to date by the search from the frontier: nothing while no
 candidate beats the baseline, the winner's holdout seeds once one does). Budgets too small for
-a full run are scaled down by ``optimizer.runtime.plan.plan_run``.
+a full run are scaled down by ``optimizer.runtime.accounts.plan.plan_run``.
 """
 
 from __future__ import annotations

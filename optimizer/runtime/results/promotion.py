@@ -24,12 +24,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from optimizer.runtime.dispatch import RolloutQueue
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.frontier import mean_score
-from optimizer.runtime.plan import RunPlan
-from optimizer.runtime.state import SearchState
-from optimizer.runtime.stats import paired_bootstrap
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.accounts.plan import RunPlan
+from optimizer.runtime.results.stats import paired_bootstrap
+from optimizer.runtime.rollouts.queue import RolloutQueue
+from optimizer.runtime.search.frontier import mean_score
+from optimizer.runtime.search.state import SearchState
 from schemas import BudgetExhausted
 
 __all__ = [

@@ -1,28 +1,28 @@
 """HTTP client of gepa-container/1: health checks, the program, and rollouts with retries.
 
-Every request goes through one ``httpx.AsyncClient`` (injectable, so tests can pass an
-ASGI transport); the one it makes itself keeps a connection pool per queue worker
-(:mod:`optimizer.runtime.lanes`). Infrastructure faults (429, 503, other 5xx, 408, timeouts, dropped
-connections) are retried with exponential backoff and full jitter, honouring
-``Retry-After``; a rollout that still fails is ``RolloutFailed`` (its ``reason`` says
-whether it timed out), which the queue records as an error and never scores. A 4xx is the
-caller's fault: ``ProtocolViolation`` (or ``UserError`` for a refused token), never retried.
+Every request goes through one ``httpx.AsyncClient`` (injectable, so tests can pass an ASGI
+transport); the one it makes itself keeps a connection pool per queue worker
+(:mod:`optimizer.runtime.rollouts.lanes`). Infrastructure faults (429, 503, other 5xx, 408,
+timeouts, dropped connections) are retried with exponential backoff and full jitter, honouring
+``Retry-After``; a rollout that still fails is ``RolloutFailed`` (its ``reason`` says whether it
+timed out), which the queue records as an error and never scores. A 4xx is the caller's fault:
+``ProtocolViolation`` (or ``UserError`` for a refused token), never retried.
 
 A 429 is the container's rate limit, not a fault of the rollout: it does not spend
 ``--max-retries``. The rollout waits (``Retry-After``, else a backoff that grows) and tries
 again for as long as the endpoint has answered nothing but 429s for less than
 ``--rate-limit-wait`` seconds; then it fails with ``reason="rate_limit"``.
 
-Each URL's rollouts in flight are bounded by its adaptive limit (:mod:`optimizer.runtime.limits`,
-shared by every run of the process): a request waits for a slot and goes to the least busy
-URL with one (:mod:`optimizer.runtime.endpoints`), and a 429/503 cuts that URL's limit. A
-connection refused by one URL while another is up is sent to the other at once, without
-spending a retry: nothing reached the dead one. The waits and when a rollout gives up:
-:mod:`optimizer.runtime.retries`.
+Each URL's rollouts in flight are bounded by its adaptive limit
+(:mod:`optimizer.runtime.rollouts.limits`, shared by every run of the process): a request waits for
+a slot and goes to the least busy URL with one (:mod:`optimizer.runtime.rollouts.endpoints`), and a
+429/503 cuts that URL's limit. A connection refused by one URL while another is up is sent to the
+other at once, without spending a retry: nothing reached the dead one. The waits and when a rollout
+gives up: :mod:`optimizer.runtime.rollouts.retries`.
 
-A ``200`` body is read as a stream and refused past ``max_response_bytes`` (nothing more is
-read), then checked by :func:`schemas.parse_rollout`; either failure is ``InvalidRollout``,
-one errored rollout, not retried. Memory bounds for huge answers: :mod:`optimizer.runtime.bodies`.
+A ``200`` body is read as a stream and refused past ``max_response_bytes`` (nothing more is read),
+then checked by :func:`schemas.parse_rollout`; either failure is ``InvalidRollout``, one errored
+rollout, not retried. Memory bounds for huge answers: :mod:`optimizer.runtime.rollouts.bodies`.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from optimizer.runtime.bodies import BodyReader, ParsedRollout, RolloutBody
-from optimizer.runtime.endpoints import Endpoint, Endpoints
-from optimizer.runtime.lanes import LaneTransport, env_proxies, lane_extensions
-from optimizer.runtime.limits import EndpointLimits, Ticket
-from optimizer.runtime.retries import RetryPolicy, Tries, retry_after
+from optimizer.runtime.rollouts.bodies import BodyReader, ParsedRollout, RolloutBody
+from optimizer.runtime.rollouts.endpoints import Endpoint, Endpoints
+from optimizer.runtime.rollouts.lanes import LaneTransport, env_proxies, lane_extensions
+from optimizer.runtime.rollouts.limits import EndpointLimits, Ticket
+from optimizer.runtime.rollouts.retries import RetryPolicy, Tries, retry_after
 from schemas import (
     DEFAULT_REWARD_RANGE,
     PROTOCOL,
@@ -138,8 +138,9 @@ class ContainerClient:
         pools = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
-        # Plain HTTP without httpcore, a pool per queue worker for TLS (optimizer.runtime.lanes),
-        # unless the environment names a proxy, which only httpx's own transport applies.
+        # Plain HTTP without httpcore, a pool per queue worker for TLS
+        # (optimizer.runtime.rollouts.lanes), unless the environment names a proxy, which only
+        # httpx's own transport applies.
         transport = None if env_proxies() else LaneTransport(pools)
         self._http = http or httpx.AsyncClient(
             timeout=self._timeout, limits=pools, transport=transport
@@ -257,10 +258,10 @@ class ContainerClient:
         """Run one rollout with retries. Returns ``(outcome, retries)``.
 
         ``request`` may come encoded (the queue encodes a candidate once for all its
-        seeds: :class:`~optimizer.runtime.bodies.CandidateBody`). ``reward_range`` is the
+        seeds: :class:`~optimizer.runtime.rollouts.bodies.CandidateBody`). ``reward_range`` is the
         program's; ``trace_cap_bytes`` (the workspace's) shrinks a bigger trace before it
         is kept; ``lane``, a queue worker's index, picks that worker's connection pool
-        (:mod:`optimizer.runtime.lanes`). Raises ``RolloutFailed`` after the last attempt,
+        (:mod:`optimizer.runtime.rollouts.lanes`). Raises ``RolloutFailed`` after the last attempt,
         ``InvalidRollout`` for a 200 that cannot be scored, ``ProtocolViolation`` on another
         4xx, ``UserError`` when the token is refused.
         """

@@ -22,7 +22,7 @@ import socket
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from optimizer.runtime.run_config import serving_config
+from optimizer.runtime.lifecycle.run_config import serving_config
 from schemas import RunConfig, UserError
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import httpx
 
-from optimizer.runtime.client import ContainerClient
-from optimizer.runtime.plan import holdout_overlap
+from optimizer.runtime.accounts.plan import holdout_overlap
+from optimizer.runtime.rollouts.client import ContainerClient
 from schemas import ContainerError, GepaError, Program, RunConfig, RunRecord, UserError
 
 __all__ = ["ProgramWatch", "check_resumed", "check_splits"]
@@ -29,7 +29,7 @@ def check_splits(program: Program, config: RunConfig | None = None) -> None:
     also a train or val seed (the lift is measured on seeds that took no part in the search;
     a container written without the SDK can break that). With ``config.lift_without_holdout``
     (the spec API's runs) no holdout seed is needed: the lift is then measured on the seeds
-    that chose the winner (:mod:`optimizer.runtime.promotion`)."""
+    that chose the winner (:mod:`optimizer.runtime.results.promotion`)."""
     seeds = program.seeds
     needed = (
         ("train",) if config is not None and config.lift_without_holdout else ("train", "holdout")

@@ -18,7 +18,7 @@ rollouts at once, ``--concurrency 32`` at a fixed limit had 72% of its requests 
   Against a fixed capacity this keeps the 429s rare once the limit found it (the probes
   of plain AIMD would be one request in twenty there), and when the pressure ends the
   limit climbs back at a round per step.
-- ``Retry-After`` is honoured by the rollout that got it (:mod:`optimizer.runtime.client`);
+- ``Retry-After`` is honoured by the rollout that got it (:mod:`optimizer.runtime.rollouts.client`);
   the cut holds the others back meanwhile.
 
 The limit also keeps what the client's routing reads: the rollouts in flight (across

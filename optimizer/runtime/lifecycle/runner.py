@@ -5,9 +5,9 @@
     result = await runner.run_stored(ws, run_id, secrets=config)        # its --module served
 
 ``run_optimization`` creates a run from a config, or resumes one by id, and executes it
-under its lease (:class:`optimizer.runtime.run.Run`); ``run_stored`` executes a stored run
-and serves its ``--module`` in this process first (:mod:`optimizer.runtime.embedded`). The
-config each executes is resolved by :mod:`optimizer.runtime.run_config`.
+under its lease (:class:`optimizer.runtime.lifecycle.run.Run`); ``run_stored`` executes a stored run
+and serves its ``--module`` in this process first (:mod:`optimizer.runtime.lifecycle.embedded`). The
+config each executes is resolved by :mod:`optimizer.runtime.lifecycle.run_config`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import httpx
 
-from optimizer.runtime.deps import ProposerLike
-from optimizer.runtime.embedded import container_for
-from optimizer.runtime.lease import hold_lease
-from optimizer.runtime.run import Run, RunResult
-from optimizer.runtime.run_config import know_secrets, resumed_config, stored_config
-from optimizer.runtime.run_inputs import resolve_inputs
-from optimizer.runtime.strategy import Searches, method_of
+from optimizer.runtime.lifecycle.embedded import container_for
+from optimizer.runtime.lifecycle.lease import hold_lease
+from optimizer.runtime.lifecycle.run import Run, RunResult
+from optimizer.runtime.lifecycle.run_config import know_secrets, resumed_config, stored_config
+from optimizer.runtime.lifecycle.run_inputs import resolve_inputs
+from optimizer.runtime.search.deps import ProposerLike
+from optimizer.runtime.search.strategy import Searches, method_of
 from optimizer.runtime.tracking import mlflow_tracking
 from schemas import RunConfig, RunLeased, UserError
 from workspace import Workspace, leased_message

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.dispatch import RolloutQueue
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.plan import RunPlan
-from optimizer.runtime.promotion import choose_on_train, could_still_win, selection_need
-from optimizer.runtime.state import SearchState
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.accounts.plan import RunPlan
+from optimizer.runtime.results.promotion import choose_on_train, could_still_win, selection_need
+from optimizer.runtime.rollouts.queue import RolloutQueue
+from optimizer.runtime.search.state import SearchState
 
 __all__ = ["BackgroundHoldouts"]
 

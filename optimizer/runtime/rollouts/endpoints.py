@@ -1,7 +1,7 @@
 """A client's container URLs and which one the next request goes to.
 
 Each URL is an :class:`Endpoint` holding the process's adaptive limit for it
-(:mod:`optimizer.runtime.limits`). A request first takes a slot: on the least busy URL
+(:mod:`optimizer.runtime.rollouts.limits`). A request first takes a slot: on the least busy URL
 relative to its limit (in flight / limit, then the fewest requests without an answer),
 among the URLs not resting after a refused connection (all of them when every one rests);
 when every URL is full it waits for a slot to free up, or for a resting URL to come back.
@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from optimizer.runtime.limits import AdaptiveLimit, EndpointLimits, Ticket
+from optimizer.runtime.rollouts.limits import AdaptiveLimit, EndpointLimits, Ticket
 
 __all__ = ["Endpoint", "Endpoints"]
 

@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.dispatch import RolloutQueue
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.frontier import frontier_view
-from optimizer.runtime.state import SearchState
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.rollouts.queue import RolloutQueue
+from optimizer.runtime.search.frontier import frontier_view
+from optimizer.runtime.search.state import SearchState
 from proposer import ComponentSpec, MergeRequest, Proposal, ProposalRequest
 from schemas import BudgetExhausted, ModelUsage, RunConfig
 from workspace import Workspace

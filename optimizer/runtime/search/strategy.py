@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from optimizer.runtime.baseline import BaselineScores
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.dispatch import SeedResult
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.baseline import BaselineScores
+from optimizer.runtime.search.deps import SearchDeps
 from schemas import Program, RunConfig, UserError
 
 __all__ = ["Search", "SearchMethod", "SearchStart", "Searches", "method_of"]

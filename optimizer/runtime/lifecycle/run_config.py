@@ -4,7 +4,7 @@
   module, dataset, splits and verifier paths (``absolute_paths``): a stored run may be
   executed from another folder (``gepa-runtime serve``, a resume).
 - **stored**: the workspace stores ``config.redacted()``, every secret as ``"***"``; a
-  ``--module`` run's input files are copied first (:mod:`optimizer.runtime.run_inputs`).
+  ``--module`` run's input files are copied first (:mod:`optimizer.runtime.lifecycle.run_inputs`).
 - **read back**: ``stored_config`` is the stored config without what storing masked.
 - **resumed**: ``resumed_config`` is the stored config with the secrets (the container token)
   and container URLs given now; the ``"***"`` of storing is dropped in one place
@@ -24,8 +24,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from optimizer.runtime.budget import resolve_metric_calls
-from optimizer.runtime.plan import RunPlan, auto_budget_warning, default_proposals_in_flight
+from optimizer.runtime.accounts.budget import resolve_metric_calls
+from optimizer.runtime.accounts.plan import (
+    RunPlan,
+    auto_budget_warning,
+    default_proposals_in_flight,
+)
 from proposer.client import reflection_api_key, run_reflection_is_local
 from proposer.external import command_secrets
 from schemas import Program, RunConfig, RunRecord, Seeds, UserError
@@ -133,7 +137,7 @@ def serving_config(config: RunConfig, url: str) -> RunConfig:
 
 def executed_config(config: RunConfig) -> RunConfig:
     """The config a run executes: ``proposals_in_flight`` defaulted when the user left it out
-    (:func:`optimizer.runtime.plan.default_proposals_in_flight`)."""
+    (:func:`optimizer.runtime.accounts.plan.default_proposals_in_flight`)."""
     if config.proposals_in_flight is not None:
         return config
     local = run_reflection_is_local(config)

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.dispatch import RolloutQueue
-from optimizer.runtime.frontier import frontier_view, mean_score
-from optimizer.runtime.plan import RunPlan
-from optimizer.runtime.promotion import Promotion
-from optimizer.runtime.report import render_report
-from optimizer.runtime.state import SearchState
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.plan import RunPlan
+from optimizer.runtime.results.promotion import Promotion
+from optimizer.runtime.results.report import render_report
+from optimizer.runtime.rollouts.queue import RolloutQueue
+from optimizer.runtime.search.frontier import frontier_view, mean_score
+from optimizer.runtime.search.state import SearchState
 from schemas import ModelUsage, Program, RolloutRecord
 from workspace import Workspace
 

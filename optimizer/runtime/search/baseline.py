@@ -18,10 +18,11 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.dispatch import RolloutQueue, SeedResult
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.state import SearchState
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.rollouts.queue import RolloutQueue
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.state import SearchState
 from schemas import CandidateRecord
 
 __all__ = ["BaselineScores", "score_baseline"]

@@ -13,10 +13,11 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.client import ContainerClient, RetryPolicy
-from optimizer.runtime.dispatch import ErrorGate, RolloutQueue
-from optimizer.runtime.events import EventSink
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
+from optimizer.runtime.rollouts.gate import ErrorGate
+from optimizer.runtime.rollouts.queue import RolloutQueue
 from schemas import BudgetExhausted, ContainerError, Program, RunConfig
 from workspace import Workspace
 

@@ -1,6 +1,6 @@
 """What a run says about its container endpoints' limits: ``concurrency`` events and waits.
 
-The adaptive limits (:mod:`optimizer.runtime.limits`) change under the run's feet, shared
+The adaptive limits (:mod:`optimizer.runtime.rollouts.limits`) change under the run's feet, shared
 with other runs of the process; every ``period_s`` the watch reads the run's client and:
 
 - emits ``concurrency`` when a URL's limit, its ceiling or whether it is rate limited changed:

@@ -3,19 +3,19 @@
 Phases: ``evaluating_baseline -> searching -> evaluating_best -> finalizing -> completed``
 (or ``failed``), each transition an event. ``config.method`` picks the search of the
 ``searching`` phase from the ``searches`` registry it is given (see
-:mod:`optimizer.runtime.strategy`); every other phase is shared. ``Run`` is one execution
-of a stored run; :mod:`optimizer.runtime.runner` creates a run or resumes one by id and
+:mod:`optimizer.runtime.search.strategy`); every other phase is shared. ``Run`` is one execution
+of a stored run; :mod:`optimizer.runtime.lifecycle.runner` creates a run or resumes one by id and
 executes it here; a resumed run replays its logged iterations from the workspace and pays
 for no finished rollout twice. The config it executes comes from
-:mod:`optimizer.runtime.run_config`.
+:mod:`optimizer.runtime.lifecycle.run_config`.
 
-One process executes a run at a time: it holds the run's lease (:mod:`optimizer.runtime.lease`)
-from start to end. A cancelled run (Ctrl-C, SIGTERM, the service's cancel) is recorded as
-``cancelled`` and resumes by id. A resumed run must meet the program it started on (same
-program id and components); a new fingerprint of that program is reported and its rollouts
-are paid again (the cache key holds the fingerprint). The container is asked for its program
-again at every phase and every ``PROGRAM_CHECK_S`` seconds: a run whose container changed
-under it stops, since scores of two versions cannot be compared.
+One process executes a run at a time: it holds the run's lease
+(:mod:`optimizer.runtime.lifecycle.lease`) from start to end. A cancelled run (Ctrl-C, SIGTERM, the
+service's cancel) is recorded as ``cancelled`` and resumes by id. A resumed run must meet the
+program it started on (same program id and components); a new fingerprint of that program is
+reported and its rollouts are paid again (the cache key holds the fingerprint). The container is
+asked for its program again at every phase and every ``PROGRAM_CHECK_S`` seconds: a run whose
+container changed under it stops, since scores of two versions cannot be compared.
 """
 
 from __future__ import annotations
@@ -30,28 +30,29 @@ from typing import Any
 
 import httpx
 
-from optimizer.runtime.baseline import BaselineScores, score_baseline
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.client import ContainerClient, RetryPolicy
-from optimizer.runtime.deps import ProposerLike, SearchDeps
-from optimizer.runtime.dispatch import ErrorGate, RolloutQueue
-from optimizer.runtime.events import EventSink, Listener
-from optimizer.runtime.evidence import EvidenceInputs, write_evidence
-from optimizer.runtime.guard import RunGuard
-from optimizer.runtime.holdouts import BackgroundHoldouts
-from optimizer.runtime.lease import HeldLease
-from optimizer.runtime.plan import RunPlan, plan_run
-from optimizer.runtime.program_check import ProgramWatch, check_resumed, check_splits
-from optimizer.runtime.promotion import Promotion, select_and_promote
-from optimizer.runtime.run_config import (
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink, Listener
+from optimizer.runtime.accounts.plan import RunPlan, plan_run
+from optimizer.runtime.lifecycle.guard import RunGuard
+from optimizer.runtime.lifecycle.holdouts import BackgroundHoldouts
+from optimizer.runtime.lifecycle.lease import HeldLease
+from optimizer.runtime.lifecycle.program_check import ProgramWatch, check_resumed, check_splits
+from optimizer.runtime.lifecycle.run_config import (
     budget_warning,
     executed_config,
     metric_call_limit,
     plan_event,
 )
-from optimizer.runtime.seed_failures import SetAside
-from optimizer.runtime.state import SearchState
-from optimizer.runtime.strategy import SearchMethod, SearchStart
+from optimizer.runtime.results.evidence import EvidenceInputs, write_evidence
+from optimizer.runtime.results.promotion import Promotion, select_and_promote
+from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
+from optimizer.runtime.rollouts.gate import ErrorGate
+from optimizer.runtime.rollouts.queue import RolloutQueue
+from optimizer.runtime.rollouts.seed_failures import SetAside
+from optimizer.runtime.search.baseline import BaselineScores, score_baseline
+from optimizer.runtime.search.deps import ProposerLike, SearchDeps
+from optimizer.runtime.search.state import SearchState
+from optimizer.runtime.search.strategy import SearchMethod, SearchStart
 from proposer import ComponentSpec
 from proposer.external import proposer_for
 from schemas import (
@@ -101,7 +102,7 @@ class _Parts:
 class Run:
     """One execution of a run record; holds what the phases share.
 
-    ``config`` is the run's config as :func:`optimizer.runtime.run_config.executed_config`
+    ``config`` is the run's config as :func:`optimizer.runtime.lifecycle.run_config.executed_config`
     completes it; ``held`` the lease of the process executing it.
     """
 
@@ -147,7 +148,7 @@ class Run:
 
     async def guarded(self) -> RunResult:
         """``execute``, with how it ended recorded when it did not complete (failed,
-        cancelled, taken over; :mod:`optimizer.runtime.guard`)."""
+        cancelled, taken over; :mod:`optimizer.runtime.lifecycle.guard`)."""
         return await self.guard.run(self.execute)
 
     async def execute(self) -> RunResult:
@@ -419,7 +420,7 @@ class Run:
         proposals are written instead of before, behind the search's own rollouts (a gate
         does not wait for them); their calls are booked here, before the search looks at
         its budget. With several proposals in flight, the search may start on the train
-        split's first round, the rest scored behind it (:mod:`optimizer.runtime.baseline`).
+        split's first round, the rest scored behind it (:mod:`optimizer.runtime.search.baseline`).
         """
         cfg = self.config
         several = parts.plan.search and (cfg.proposals_in_flight or 1) > 1
