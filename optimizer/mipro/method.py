@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+import optimizer.mipro.evidence as evidence
 from optimizer.mipro.sampler import load_optuna
 from optimizer.mipro.search import InstructionSource, MiproSearch
 from optimizer.mipro.surface import surface_for
 from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.state import SearchState
 from optimizer.runtime.search.strategy import SearchStart
 from schemas import RunConfig, UserError
 
@@ -46,3 +49,11 @@ class MiproMethod:
     async def without_search(self, deps: SearchDeps, start: SearchStart) -> str:
         """Nothing: MIPRO's setup (instructions, demos) is part of its search."""
         return ""
+
+    def evidence_section(self, state: SearchState, best_id: str) -> dict[str, Any] | None:
+        """The search space, the trials and the winner's parameters (:mod:`.evidence`)."""
+        return evidence.evidence_section(state, best_id)
+
+    def report_lines(self, section: Mapping[str, Any]) -> list[str]:
+        """The ``## MIPRO search`` tables of ``report.md``."""
+        return evidence.report_lines(section)

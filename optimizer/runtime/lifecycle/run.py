@@ -330,6 +330,7 @@ class Run:
             run_id=self.record.run_id,
             status="completed",
             config=self.record.config,
+            method=self.method,
             program=parts.program,
             state=parts.state,
             baseline_id=parts.base.candidate_id,

@@ -2,6 +2,8 @@
 
 Both are built from the search state, the promotion verdict and cached rollouts (read from
 the workspace, never re-run), and written through the workspace, which owns the run folder.
+The method adds its own part under its name (``SearchMethod.evidence_section``) and renders
+it in the report (``SearchMethod.report_lines``); the runtime names no method.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from optimizer.runtime.results.report import render_report
 from optimizer.runtime.rollouts.queue import RolloutQueue
 from optimizer.runtime.search.frontier import frontier_view, mean_score
 from optimizer.runtime.search.state import SearchState
+from optimizer.runtime.search.strategy import SearchMethod
 from schemas import ModelUsage, Program, RolloutRecord
 from workspace import Workspace
 
@@ -35,6 +38,7 @@ class EvidenceInputs:
     run_id: str
     status: str
     config: Mapping[str, Any]
+    method: SearchMethod  # the method ``config["method"]`` names
     program: Program
     state: SearchState
     baseline_id: str
@@ -121,9 +125,11 @@ async def build_evidence(
     """The machine-readable packet (``evidence.json``)."""
     s, promo, seeds = inputs.state, inputs.promotion, inputs.program.seeds
     best, base = promo.best_id, inputs.baseline_id
+    name = inputs.config.get("method", "gepa")
+    own = inputs.method.evidence_section(s, best)
     return {
         "run_id": inputs.run_id,
-        "method": inputs.config.get("method", "gepa"),
+        "method": name,
         "status": inputs.status,
         "started_at": inputs.started_at,
         "finished_at": time.time(),
@@ -153,7 +159,7 @@ async def build_evidence(
         "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
         "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
         "warnings": list(inputs.warnings),
-        **({"mipro": _mipro_section(s, best)} if "mipro" in s.extra else {}),
+        **({name: own} if own is not None else {}),
     }
 
 
@@ -279,29 +285,12 @@ def _plan_section(plan: RunPlan | None, seeds: Any) -> dict[str, Any]:
     }
 
 
-def _mipro_section(state: SearchState, best: str) -> dict[str, Any]:
-    """MIPRO's search space and trials; which (instruction, demo set) the best is."""
-    mipro = state.extra["mipro"]
-    trials = list(mipro.get("trials", []))
-    chosen = next((t for t in trials if t["candidate_id"] == best), None)
-    return {
-        "instructions": mipro.get("instructions", []),
-        "demo_sets": mipro.get("demo_sets", []),
-        "setup": mipro.get("setup", {}),
-        "trials": trials,
-        "best_params": (
-            {"instruction": chosen["instruction"], "demo_set": chosen["demo_set"]}
-            if chosen
-            else None
-        ),
-    }
-
-
 async def write_evidence(
     inputs: EvidenceInputs, workspace: Workspace, queue: RolloutQueue
 ) -> tuple[Path, dict[str, Any]]:
     """Write ``evidence.json`` and ``report.md``; returns the run folder and the packet."""
     packet = await build_evidence(inputs, workspace, queue)
     await workspace.write_json(inputs.run_id, "evidence.json", packet)  # never bare NaN
-    await workspace.write_file(inputs.run_id, "report.md", render_report(packet))
+    report = render_report(packet, inputs.method)
+    await workspace.write_file(inputs.run_id, "report.md", report)
     return workspace.run_dir(inputs.run_id), packet

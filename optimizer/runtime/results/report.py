@@ -1,9 +1,12 @@
-"""``report.md``: the evidence packet rendered for people (a pure function of the packet)."""
+"""``report.md``: the evidence packet rendered for people (a pure function of the packet and
+of the method that wrote its own part)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from optimizer.runtime.search.strategy import SearchMethod
 
 __all__ = ["promotion_summary", "render_report"]
 
@@ -51,35 +54,6 @@ def promotion_summary(packet: dict[str, Any]) -> str:
             "  note: the interval includes 0; more holdout seeds would make the lift certain"
         )
     return "\n".join(lines)
-
-
-def _mipro_lines(mipro: dict[str, Any]) -> list[str]:
-    setup = mipro.get("setup", {})
-    out = [
-        "",
-        "## MIPRO search",
-        "",
-        f"Demo pool: {setup.get('bootstrapped', 0)} bootstrapped (verified correct) + "
-        f"{setup.get('labelled', 0)} labelled train examples. Best parameters: "
-        f"{mipro.get('best_params') or 'n/a'}.",
-        "",
-        "| # | instruction (start) |",
-        "|---|---|",
-    ]
-    for i, text in enumerate(mipro.get("instructions", [])):
-        out.append(f"| {i} | {text[:120].replace(chr(10), ' ').replace('|', '/')} |")
-    out += ["", "| demo set | demos |", "|---|---|"]
-    out += [f"| {i} | {len(demos)} |" for i, demos in enumerate(mipro.get("demo_sets", []))]
-    out += [
-        "",
-        "| trial | instruction | demo set | minibatch score | paid |",
-        "|---|---|---|---|---|",
-    ]
-    for t in mipro.get("trials", []):
-        out.append(
-            f"| {t['trial']} | {t['instruction']} | {t['demo_set']} | {_pct(t['score'])} | {t['paid']} |"
-        )
-    return out
 
 
 def _plan_lines(packet: dict[str, Any]) -> list[str]:
@@ -134,13 +108,15 @@ def _warning_lines(warnings: list[str]) -> list[str]:
     return ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
 
 
-def render_report(packet: dict[str, Any]) -> str:
-    """Markdown report: verdict, scores, diff, lineage, per-seed wins, usage, traces."""
+def render_report(packet: dict[str, Any], method: SearchMethod) -> str:
+    """Markdown report: verdict, scores, diff, lineage, per-seed wins, the part of ``method``
+    (the one the packet names), usage, traces."""
+    name = packet.get("method", "gepa")
     out = [
         *_head_lines(packet),
         *_candidate_lines(packet),
         *_frontier_lines(packet),
-        *(_mipro_lines(packet["mipro"]) if "mipro" in packet else []),
+        *(method.report_lines(packet[name]) if name in packet else []),
         *_usage_lines(packet["usage"]),
         *_trace_lines(packet["traces"]),
     ]

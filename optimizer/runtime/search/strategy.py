@@ -9,17 +9,20 @@ package with one ``SearchMethod`` and one entry in that registry; no runtime fil
     method.prepare(config)                 # before any rollout is paid (e.g. an extra missing)
     method.starts_on_first_round(config, first_round)   # start before the baseline is all in?
     reason = await method.build(deps, start).run()
+    packet[config.method] = method.evidence_section(state, best_id)  # when not None
+    report += method.report_lines(packet[config.method])
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.baseline import BaselineScores
 from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.state import SearchState
 from schemas import Program, RunConfig, UserError
 
 __all__ = ["Search", "SearchMethod", "SearchStart", "Searches", "method_of"]
@@ -46,7 +49,8 @@ class SearchStart:
 
 
 class SearchMethod(Protocol):
-    """A method by name: what it checks before the run pays, and the search it builds."""
+    """A method by name: what it checks before the run pays, the search it builds, and its own
+    part of the evidence packet and the report."""
 
     def prepare(self, config: RunConfig) -> None:
         """Raise ``UserError`` when the method cannot run (e.g. its extra is not installed)."""
@@ -66,6 +70,15 @@ class SearchMethod(Protocol):
 
     async def without_search(self, deps: SearchDeps, start: SearchStart) -> str:
         """What a budget too small to search still does; appended to the stop reason."""
+        ...
+
+    def evidence_section(self, state: SearchState, best_id: str) -> dict[str, Any] | None:
+        """The method's own part of the evidence packet, stored under its name
+        (``RunConfig.method``), or ``None`` for none; ``best_id`` is the winner."""
+        ...
+
+    def report_lines(self, section: Mapping[str, Any]) -> list[str]:
+        """``report.md``'s Markdown lines for that part, read back from the packet."""
         ...
 
 
