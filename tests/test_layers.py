@@ -1,5 +1,6 @@
 """Imports only go down the layers; no function in ``optimizer/`` is over 60 lines; no class
-of a product package is over 400 lines and no module over 500.
+of a product package is over 400 lines and no module over 500; no bench imports the test
+suite (what benches and tests share lives in ``optimizer.testing``).
 
 The layers (``docs/architecture.md``), lowest first:
 
@@ -314,3 +315,37 @@ def test_a_long_class_is_named() -> None:
     assert long_classes(ROOT / "optimizer/gepa/search.py", source) == [
         ("Search", MAX_CLASS_LINES + 1)
     ]
+
+
+def imports_of_tests(path: Path, source: str | None = None) -> list[int]:
+    """Lines of ``path`` that import the test suite (``tests``), at any depth."""
+    tree = ast.parse(source if source is not None else path.read_text())
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        if any(name == "tests" or name.startswith("tests.") for name in names):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_no_bench_imports_the_test_suite() -> None:
+    files = sorted((ROOT / "bench").rglob("*.py"))
+    assert len(files) > 10  # the scan saw the benches
+    found = [f"{p.relative_to(ROOT)}:{line}" for p in files for line in imports_of_tests(p)]
+    assert not found, (
+        "benches that import tests/ (move what they share to optimizer/testing): "
+        + ", ".join(found)
+    )
+
+
+def test_an_import_of_the_test_suite_is_found() -> None:
+    source = (
+        "import os\nimport testsuite\ndef f():\n    from tests.fakes.servers import ROOT\n"
+        "import tests.postgres\nfrom tests import postgres\n"
+    )
+    assert imports_of_tests(ROOT / "bench/scale.py", source) == [4, 5, 6]

@@ -1,17 +1,16 @@
 """Container replicas as real processes on 127.0.0.1, and HAProxy (Debian's) in front of them.
 
-``replicas(n, ...)`` starts ``n`` processes of ``capacity_container.py``; ``haproxy(urls)``
-starts ``haproxy`` in the foreground with the README's recipe (least-connections
-balancing, a slot limit per replica, health checks, a dead replica's requests redispatched)
-and yields the one URL the optimizer is given. Without the ``haproxy`` binary the tests
-skip naming the package, unless ``GEPA_REQUIRE_HAPROXY=1`` (CI), which makes that a failure.
+``replicas(n, ...)`` starts ``n`` processes of :data:`optimizer.testing.toy.CAPACITY_CONTAINER`;
+``haproxy(urls)`` starts ``haproxy`` in the foreground with the README's recipe
+(least-connections balancing, a slot limit per replica, health checks, a dead replica's
+requests redispatched) and yields the one URL the optimizer is given. ``haproxy_binary()`` is
+``None`` without the ``haproxy`` binary (``apt-get install -y haproxy`` on Debian).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import signal
 import subprocess
@@ -21,19 +20,34 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import httpx
-import pytest
 
 from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.events import EventSink
 from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
 from optimizer.runtime.rollouts.queue import RolloutQueue
-from optimizer.testing import free_port, wait_http
+from optimizer.testing.servers import free_port, wait_http
+from optimizer.testing.toy import CAPACITY_CONTAINER
 from schemas import RunConfig
-from tests.fakes.servers import FAKES, ROOT
 from workspace import Workspace
+
+__all__ = [
+    "HAPROXY_MISSING",
+    "KillAt",
+    "QueueRun",
+    "Replica",
+    "haproxy",
+    "haproxy_binary",
+    "haproxy_config",
+    "prompt",
+    "replicas",
+    "run_queue",
+    "wait_until",
+]
+
+HAPROXY_MISSING = "haproxy is not installed: apt-get install -y haproxy (Debian)"
 
 HAPROXY_CONFIG = """\
 global
@@ -67,20 +81,11 @@ backend replicas
 """
 
 
-def _unavailable(reason: str) -> NoReturn:
-    if os.environ.get("GEPA_REQUIRE_HAPROXY") == "1":
-        pytest.fail(f"GEPA_REQUIRE_HAPROXY=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-def haproxy_binary() -> str:
-    """The ``haproxy`` executable, or a skip (a failure under GEPA_REQUIRE_HAPROXY=1)."""
-    found = shutil.which("haproxy") or next(
+def haproxy_binary() -> str | None:
+    """The ``haproxy`` executable, or ``None`` when it is not installed."""
+    return shutil.which("haproxy") or next(
         (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if Path(p).exists()), None
     )
-    if found is None:
-        _unavailable("haproxy is not installed: apt-get install -y haproxy (Debian)")
-    return found
 
 
 def haproxy_config(port: int, urls: list[str], maxconn: int) -> str:
@@ -95,6 +100,8 @@ def haproxy_config(port: int, urls: list[str], maxconn: int) -> str:
 def haproxy(urls: list[str], *, maxconn: int = 8, binary: str | None = None) -> Iterator[str]:
     """HAProxy in front of ``urls``; yields its URL once a replica answers through it."""
     binary = binary or haproxy_binary()
+    if binary is None:
+        raise RuntimeError(HAPROXY_MISSING)
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gepa-haproxy-") as folder:
         config = Path(folder) / "haproxy.cfg"
@@ -147,7 +154,7 @@ class KillAt:
 
 @contextlib.contextmanager
 def replicas(n: int, **settings: float | int | None) -> Iterator[list[Replica]]:
-    """``n`` processes of ``capacity_container.py`` (``--capacity``, ``--latency``, ...)."""
+    """``n`` processes of the capacity container (``--capacity``, ``--latency``, ...)."""
     started: list[Replica] = []
     try:
         for _ in range(n):
@@ -158,8 +165,7 @@ def replicas(n: int, **settings: float | int | None) -> Iterator[list[Replica]]:
                 if value is not None
             ]
             proc = subprocess.Popen(
-                [sys.executable, str(FAKES / "capacity_container.py"), f"--port={port}", *flags],
-                cwd=ROOT,
+                [sys.executable, str(CAPACITY_CONTAINER), f"--port={port}", *flags],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
             )
@@ -250,18 +256,10 @@ async def run_queue(
             concurrency=concurrency,
         )
         started = time.perf_counter()
-
-        async def sample() -> None:
-            while True:
-                now = time.perf_counter() - started
-                limit = sum(v["limit"] or 0 for v in client.limits_view())
-                samples.append((now, budget.paid, limit))
-                if on_sample is not None:
-                    on_sample(now, budget.paid, limit)
-                await asyncio.sleep(sample_s)
-
         async with queue:
-            sampler = asyncio.create_task(sample())
+            sampler = asyncio.create_task(
+                _sample(client, budget, started, samples, on_sample, sample_s)
+            )
             results = await asyncio.gather(
                 *(
                     queue.evaluate(f"c{i}", {"system_prompt": prompt(i)}, seeds)
@@ -277,3 +275,21 @@ async def run_queue(
         for seed, result in by_seed.items()
     }
     return QueueRun(elapsed, budget.paid, budget.errors, budget.retries, rewards, samples)
+
+
+async def _sample(
+    client: ContainerClient,
+    budget: Budget,
+    started: float,
+    samples: list[tuple[float, int, int]],
+    on_sample: Any,
+    every_s: float,
+) -> None:
+    """Append ``(seconds, paid, limit summed over URLs)`` to ``samples`` every ``every_s``."""
+    while True:
+        now = time.perf_counter() - started
+        limit = sum(v["limit"] or 0 for v in client.limits_view())
+        samples.append((now, budget.paid, limit))
+        if on_sample is not None:
+            on_sample(now, budget.paid, limit)
+        await asyncio.sleep(every_s)

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from container import AgentResult, Candidate, Task, optimize
+from schemas import Trace
 
 HERE = Path(__file__).parent
 
@@ -49,11 +50,11 @@ def answer(task: Task, candidate: Candidate) -> AgentResult:
         input_tokens=len(candidate.text.split()) + len(str(task.input).split()),
         output_tokens=1,
         cost_usd=0.0001,
-        trace={
-            "messages": [
+        trace=Trace(
+            messages=[
                 {"role": "system", "content": candidate.text},
                 {"role": "user", "content": str(task.input)},
                 {"role": "assistant", "content": output},
             ]
-        },
+        ),
     )
