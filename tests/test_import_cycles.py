@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from tests.test_layers import PACKAGES, module_name, sources
+from tests.test_layers import PACKAGES, absolute_module, module_name, sources
 
 # Cycles allowed for now, each with who removes it; an entry that is no longer a cycle fails.
 KNOWN_CYCLES: dict[frozenset[str], str] = {
@@ -30,16 +30,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
 }
 
 
-def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
-    """The dotted module an ``ImportFrom`` names, relative imports resolved."""
-    if node.level == 0:
-        return node.module or ""
-    base = module.split(".")
-    base = base if is_package else base[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, *([node.module] if node.module else [])])
-
-
 def _named(node: ast.AST, module: str, is_package: bool) -> Iterator[tuple[str, bool]]:
     """``(dotted name, exact)`` of what one statement imports; ``exact`` names a module for
     sure, else it may be a submodule or a name defined in the module before it."""
@@ -47,7 +37,7 @@ def _named(node: ast.AST, module: str, is_package: bool) -> Iterator[tuple[str, 
         for alias in node.names:
             yield alias.name, True
     elif isinstance(node, ast.ImportFrom):
-        base = _absolute(module, is_package, node)
+        base = absolute_module(module, is_package, node)
         yield base, True
         for alias in node.names:
             yield f"{base}.{alias.name}", False

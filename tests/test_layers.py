@@ -95,7 +95,7 @@ def sources() -> Iterator[Path]:
                 yield path
 
 
-def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+def absolute_module(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     """The dotted module an ``ImportFrom`` names, relative imports resolved."""
     if node.level == 0:
         return node.module or ""
@@ -115,7 +115,7 @@ def imports_of(path: Path, source: str | None = None) -> list[Import]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = _absolute(module, path.name == "__init__.py", node)
+            base = absolute_module(module, path.name == "__init__.py", node)
             # ``from optimizer.runtime.lifecycle import run`` names the module
             # optimizer.runtime.lifecycle.run
             targets = [f"{base}.{alias.name}" for alias in node.names]

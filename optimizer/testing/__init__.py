@@ -11,7 +11,7 @@ import it, so a bench never reaches into the test suite (``tests/``):
 - :mod:`optimizer.testing.toy`: the toy-labels program's files (its SDK container, its
   capacity container, its dataset and splits);
 - :mod:`optimizer.testing.processes`: ``toy_container``, the toy container as a real process,
-  and ``rollout_calls``, what it served;
+  ``rollout_calls``, what it served, and ``stop_process``;
 - :mod:`optimizer.testing.replicas`: capacity-container replicas and HAProxy in front of them,
   and ``run_queue``, many candidates through the real rollout queue;
 - :mod:`optimizer.testing.postgres`: ``fresh_schema``, a PostgreSQL schema of its own.
@@ -20,7 +20,7 @@ import it, so a bench never reaches into the test suite (``tests/``):
 from __future__ import annotations
 
 from optimizer.testing.postgres import fresh_schema
-from optimizer.testing.processes import rollout_calls, toy_container
+from optimizer.testing.processes import rollout_calls, stop_process, toy_container
 from optimizer.testing.reflection import reflection_app, scripted_answer
 from optimizer.testing.replicas import (
     HAPROXY_MISSING,
@@ -59,6 +59,7 @@ __all__ = [
     "rollout_calls",
     "run_queue",
     "scripted_answer",
+    "stop_process",
     "thread_server",
     "toy_container",
     "wait_http",

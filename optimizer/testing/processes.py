@@ -19,7 +19,7 @@ from typing import IO
 from optimizer.testing.servers import free_port, wait_http
 from optimizer.testing.toy import TOY_CONTAINER, TOY_DATA, TOY_SPLITS
 
-__all__ = ["rollout_calls", "toy_container"]
+__all__ = ["rollout_calls", "stop_process", "toy_container"]
 
 # The tree this package is in: ``python -m optimizer.cli`` started there runs this same code.
 SOURCES = Path(__file__).resolve().parents[2]
@@ -65,14 +65,21 @@ def toy_container(
         threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
         yield f"http://127.0.0.1:{port}"
     finally:
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """End a process this module or a caller started (SIGTERM, then SIGKILL after 10 s) and
+    close its output pipe."""
+    if proc.poll() is None:
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def _drain(stream: IO[bytes] | None) -> None:

@@ -28,6 +28,7 @@ from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.events import EventSink
 from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
 from optimizer.runtime.rollouts.queue import RolloutQueue
+from optimizer.testing.processes import stop_process
 from optimizer.testing.servers import free_port, wait_http
 from optimizer.testing.toy import CAPACITY_CONTAINER
 from schemas import RunConfig
@@ -118,7 +119,7 @@ def haproxy(urls: list[str], *, maxconn: int = 8, binary: str | None = None) -> 
             wait_http(f"http://127.0.0.1:{port}/health", proc=proc)
             yield f"http://127.0.0.1:{port}"
         finally:
-            _stop(proc)
+            stop_process(proc)
 
 
 @dataclass
@@ -175,19 +176,7 @@ def replicas(n: int, **settings: float | int | None) -> Iterator[list[Replica]]:
         yield started
     finally:
         for replica in started:
-            _stop(replica.proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    if proc.stdout is not None:
-        proc.stdout.close()
+            stop_process(replica.proc)
 
 
 def wait_until(predicate: Any, timeout: float, what: str) -> None:
