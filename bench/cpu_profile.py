@@ -19,7 +19,7 @@ Prints, for the code on ``sys.path`` (the checkout, or ``PYTHONPATH=<another tre
 /rollout`` against ``bench/noop_container.py`` (a real uvicorn server in its own process),
 ``--http-n`` requests by ``--http-concurrency`` workers over the same httpx client, through
 httpx's own transport (httpcore, one pool per worker, as before), through
-``schemas.http11.PlainHTTPTransport`` by the client's ``send``, and straight to that
+``transport.http11.PlainHTTPTransport`` by the client's ``send``, and straight to that
 transport, past httpx's client layers (cookies, auth, redirects): how the container client
 sends its rollouts now.
 
@@ -115,7 +115,7 @@ async def _post_all(http: Any, url: str, n: int, concurrency: int, straight: Any
     through the client's ``send``, or ``straight`` to that transport (as rollouts go now)."""
     import httpx
 
-    from optimizer.runtime.lanes import lane_extensions
+    from optimizer.runtime.rollouts.lanes import lane_extensions
 
     numbers = iter(range(n))
     headers = {**http.headers, "Content-Type": "application/json"}
@@ -149,7 +149,7 @@ def _pool_per_lane(limits: Any) -> Any:
     """httpx's own transport, one pool per worker: the container client's before plain HTTP."""
     import httpx
 
-    from optimizer.runtime.lanes import LANE
+    from optimizer.runtime.rollouts.lanes import LANE
 
     class PoolPerLane(httpx.AsyncBaseTransport):
         def __init__(self) -> None:
@@ -173,7 +173,7 @@ def http_figures(n: int, concurrency: int, rounds: int, latency: float = 0.01) -
     import httpx
     from dispatch_bench import noop_container
 
-    from schemas.http11 import PlainHTTPTransport
+    from transport.http11 import PlainHTTPTransport
 
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     transports = {  # name -> (transport, sent straight to it)

@@ -30,10 +30,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer.runtime.budget import Budget  # noqa: E402
-from optimizer.runtime.client import ContainerClient  # noqa: E402
-from optimizer.runtime.dispatch import RolloutQueue  # noqa: E402
-from optimizer.runtime.events import EventSink  # noqa: E402
+from optimizer.runtime.accounts.budget import Budget  # noqa: E402
+from optimizer.runtime.accounts.events import EventSink  # noqa: E402
+from optimizer.runtime.rollouts.client import ContainerClient  # noqa: E402
+from optimizer.runtime.rollouts.queue import RolloutQueue  # noqa: E402
 from schemas import RunConfig  # noqa: E402
 from workspace import Workspace  # noqa: E402
 

@@ -10,7 +10,7 @@ ratio depends on the load of the machine. This script replaces the container wit
   workspace (all misses: cache lookup, budget, SQLite commit, events).
 
 Then a cProfile of the queue path, top functions by own time (``--top``). A mock transport
-has no connection pool: what httpcore's pool costs (see ``optimizer/runtime/lanes.py``)
+has no connection pool: what httpcore's pool costs (see ``optimizer/runtime/rollouts/lanes.py``)
 shows only in P1's CPU per rollout of ``dispatch_bench.py``.
 
 Run: .venv/bin/python bench/dispatch_profile.py [--n 4000] [--concurrency 16] [--top 20]
@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.dispatch_bench import post_rollouts  # noqa: E402
-from optimizer.runtime.budget import Budget  # noqa: E402
-from optimizer.runtime.client import ContainerClient  # noqa: E402
-from optimizer.runtime.dispatch import RolloutQueue  # noqa: E402
-from optimizer.runtime.events import EventSink  # noqa: E402
+from optimizer.runtime.accounts.budget import Budget  # noqa: E402
+from optimizer.runtime.accounts.events import EventSink  # noqa: E402
+from optimizer.runtime.rollouts.client import ContainerClient  # noqa: E402
+from optimizer.runtime.rollouts.queue import RolloutQueue  # noqa: E402
 from schemas import Program, RunConfig  # noqa: E402
 from workspace import Workspace  # noqa: E402
 

@@ -20,7 +20,7 @@ again by ``trace.model_dump`` and, in the committer, dumped to JSON, lowered for
 check and encoded, all at once for every rollout in flight; a trace of small JSON objects
 costs ~7x its size per copy (16 MiB -> 115 MiB held per record). And every result the
 search kept held its full trace, though only a <= 256 KiB compressed form was stored.
-What changed is in :mod:`optimizer.runtime.bodies`.
+What changed is in :mod:`optimizer.runtime.rollouts.bodies`.
 
 Run: .venv/bin/python bench/memory_bench.py [--mib 16] [--concurrency 8] [--rollouts 32]
 """
@@ -154,10 +154,10 @@ def _peak_mb() -> float:
 
 async def measure(url: str, rollouts: int, concurrency: int, cap_mib: float | None) -> dict:
     """Run the queue in this process; the result counts and the peak RSS (MB)."""
-    from optimizer.runtime.budget import Budget
-    from optimizer.runtime.client import ContainerClient
-    from optimizer.runtime.dispatch import RolloutQueue
-    from optimizer.runtime.events import EventSink
+    from optimizer.runtime.accounts.budget import Budget
+    from optimizer.runtime.accounts.events import EventSink
+    from optimizer.runtime.rollouts.client import ContainerClient
+    from optimizer.runtime.rollouts.queue import RolloutQueue
     from schemas import RunConfig
     from workspace import Workspace
 

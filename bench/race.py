@@ -122,7 +122,7 @@ class Finished:
     peak_rss_mb: float
 
 
-OUR_PACKAGES = ("schemas", "container", "workspace", "proposer", "optimizer")
+OUR_PACKAGES = ("schemas", "transport", "container", "workspace", "proposer", "optimizer")
 
 
 def byte_compile() -> None:

@@ -11,7 +11,7 @@ R3 a container with a hidden capacity C=4 (429 above, Retry-After 1 s, 200 ms a 
    goodput and 429 share of the adaptive limit once it has converged (targets: >= 0.9 x C /
    latency, < 5%), beside a fixed limit of 32 over the same span.
 
-The containers are tests/fakes/capacity_container.py processes on 127.0.0.1; every figure
+The containers are optimizer/testing/toy/capacity_container.py processes on 127.0.0.1; every figure
 is measured on this machine by this run. Run alone: .venv/bin/python bench/scale_replicas.py
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 import sys
 import tempfile
 import time
@@ -30,17 +29,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer.runtime.limits import EndpointLimits  # noqa: E402
-from tests.fakes.capacity_container import answer, load_program  # noqa: E402
-from tests.fakes.replicas import (  # noqa: E402
+from optimizer.runtime.rollouts.limits import EndpointLimits  # noqa: E402
+from optimizer.testing.replicas import (  # noqa: E402
     KillAt,
     QueueRun,
     Replica,
     haproxy,
+    haproxy_binary,
     prompt,
     replicas,
     run_queue,
 )
+from optimizer.testing.toy.capacity_container import answer, load_program  # noqa: E402
 
 CAPACITY, LATENCY, CONCURRENCY = 8, 0.5, 32
 PER_REPLICA = 9  # candidates x 36 seeds per replica: ~20 s a point at capacity
@@ -61,8 +61,7 @@ def _expected(candidates: int) -> dict[tuple[str, str], float]:
 
 def _modes() -> list[str]:
     """How the replicas are reached: through HAProxy (when installed) and as a URL list."""
-    installed = shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists()
-    return ["haproxy", "urls"] if installed else ["urls"]
+    return ["haproxy", "urls"] if haproxy_binary() else ["urls"]
 
 
 @contextlib.contextmanager

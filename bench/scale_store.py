@@ -50,11 +50,19 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from dispatch_bench import noop_container  # noqa: E402
 
-from optimizer.runtime.budget import Budget  # noqa: E402
-from optimizer.runtime.client import ContainerClient  # noqa: E402
-from optimizer.runtime.dispatch import RolloutQueue  # noqa: E402
-from optimizer.runtime.events import EventSink  # noqa: E402
-from optimizer.testing import free_port, reflection_app, thread_server, wait_http  # noqa: E402
+from optimizer.runtime.accounts.budget import Budget  # noqa: E402
+from optimizer.runtime.accounts.events import EventSink  # noqa: E402
+from optimizer.runtime.rollouts.client import ContainerClient  # noqa: E402
+from optimizer.runtime.rollouts.queue import RolloutQueue  # noqa: E402
+from optimizer.testing import (  # noqa: E402  # noqa: E402
+    free_port,
+    fresh_schema,  # noqa: E402
+    reflection_app,
+    rollout_calls,
+    thread_server,
+    toy_container,
+    wait_http,
+)
 from schemas import (  # noqa: E402
     CandidateRecord,
     Policy,
@@ -64,8 +72,6 @@ from schemas import (  # noqa: E402
     cache_key,
     content_hash,
 )
-from tests.fakes.servers import rollout_calls, toy_container  # noqa: E402
-from tests.postgres import fresh_schema  # noqa: E402
 from workspace import Workspace  # noqa: E402
 
 CLI = [sys.executable, "-m", "optimizer.cli"]

@@ -17,7 +17,7 @@ from container.results import AgentResult
 from container.student import StudentClients
 from container.task import Candidate, Task
 from schemas.env import read_env
-from schemas.routing import is_local_url
+from transport.routing import is_local_url
 
 __all__ = ["ChatTarget", "StudentEndpoint", "student_from_env"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import linecache
 from typing import TYPE_CHECKING, Any
 
+from container.source import source_of
 from schemas import PROTOCOL
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from container.target import Target
     from container.verifiers import Verifier
 
-__all__ = ["compute_fingerprint", "source_of"]
+__all__ = ["compute_fingerprint"]
 
 
 def compute_fingerprint(
@@ -47,24 +47,3 @@ def compute_fingerprint(
     }
     canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def source_of(obj: Any) -> str:
-    """The source text of a function, class or module; its bytecode when there is no source."""
-    if not (
-        inspect.isfunction(obj)
-        or inspect.ismethod(obj)
-        or inspect.isclass(obj)
-        or inspect.ismodule(obj)
-    ):
-        obj = type(obj)  # a callable object: its class holds the code (a repr holds an address)
-    try:
-        filename = inspect.getsourcefile(obj)
-        if filename:
-            linecache.checkcache(filename)  # pick up an edited file in a long-lived process
-        return inspect.getsource(obj)
-    except (OSError, TypeError):
-        code = getattr(obj, "__code__", None)
-        if code is not None:
-            return code.co_code.hex() + repr(code.co_consts)
-        return repr(obj)

@@ -3,12 +3,12 @@
 A container calls its student with the model it was configured with (``GEPA_STUDENT_MODEL``)
 or the one a rollout's policy names (``candidate.model``: the optimizer's ``--task-model``).
 Either may carry a provider prefix as LiteLLM users write them (``openai/``, ``openrouter/``,
-``ollama/``, ``anthropic/``, ``gemini/``, ``groq/``, ...: the table of :mod:`schemas.routing`).
+``ollama/``, ``anthropic/``, ``gemini/``, ``groq/``, ...: the table of :mod:`transport.routing`).
 ``resolve(model)`` gives the client of that model's endpoint and the name to send, so a
 prefix never reaches the wire, and an ``openrouter/`` or ``anthropic/`` policy reaches its
 provider with its own key even when the container's endpoint is a local server.
 ``create(model, **body)`` is one chat completion with the body shaped for the provider
-(:func:`schemas.routing.adapt_request`: temperature ranges, field names). ``base_url`` and ``api_key`` are the OpenAI endpoint's (``OPENAI_BASE_URL``,
+(:func:`transport.routing.adapt_request`: temperature ranges, field names). ``base_url`` and ``api_key`` are the OpenAI endpoint's (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``): they serve unprefixed and ``openai/`` names.
 """
 
@@ -19,8 +19,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from schemas import UserError
-from schemas.chat_client import open_chat_client
-from schemas.routing import DEFAULT_KEY_ENV, OPENROUTER_URL, ModelRoute, adapt_request, route_model
+from transport.chat_client import open_chat_client
+from transport.routing import (
+    DEFAULT_KEY_ENV,
+    OPENROUTER_URL,
+    ModelRoute,
+    adapt_request,
+    route_model,
+)
 
 if TYPE_CHECKING:  # the package loads with the first client (the optimizer never makes one)
     from openai import AsyncOpenAI

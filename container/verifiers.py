@@ -25,9 +25,9 @@ import anyio.to_thread
 
 from container.dataset import EXPECTED_COLUMNS
 from container.faults import UserMistake
-from container.fingerprint import source_of
 from container.judge import make_llm_judge
 from container.results import AgentResult, Score, coerce_score
+from container.source import source_of
 from container.specs import BUILTIN_TYPES, LlmJudgeSpec, parse_spec
 from container.target import is_async_callable
 from container.task import Task

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         run_gepa,
         run_mipro,
     )
-    from optimizer.runtime.run import RunResult
+    from optimizer.runtime.lifecycle.run import RunResult
     from optimizer.searches import run_optimization
     from optimizer.sweep import SweepResult, run_sweep
 
@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 _HOMES = {
-    "RunResult": "optimizer.runtime.run",
+    "RunResult": "optimizer.runtime.lifecycle.run",
     "run_optimization": "optimizer.searches",
     "SweepResult": "optimizer.sweep",
     "run_sweep": "optimizer.sweep",

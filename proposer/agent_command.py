@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.exceptions import ProposalRejected
-from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 
 __all__ = ["BASE_ENV", "CommandResult", "agent_environment", "read_usage", "run_command"]
 

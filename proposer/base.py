@@ -24,7 +24,7 @@ from proposer.brief import Brief, brief_for_merge, brief_for_proposal
 from proposer.guards import check_candidate, unified_diff
 from proposer.types import MergeRequest, Proposal, ProposalRequest
 from schemas.exceptions import ProposerError
-from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 
 __all__ = ["BaseProposer", "Metered", "Spent", "Written"]
 

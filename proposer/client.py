@@ -1,14 +1,14 @@
 """The reflection model client: OpenAI-compatible chat completions, ``POST /chat/completions``.
 
-Routing is :func:`schemas.routing.route_model`'s, the same as the student's: ``openrouter/``
+Routing is :func:`transport.routing.route_model`'s, the same as the student's: ``openrouter/``
 goes to OpenRouter with ``OPENROUTER_API_KEY``, ``anthropic/``, ``gemini/``, ``groq/`` and the
-other providers of :data:`schemas.routing.PROVIDERS` to their OpenAI-compatible endpoints with
+other providers of :data:`transport.routing.PROVIDERS` to their OpenAI-compatible endpoints with
 their own keys (``azure/`` through the Azure client, ``bedrock/`` and ``vertex_ai/`` through
 a LiteLLM proxy or LiteLLM), ``openai/`` to OpenAI or ``base_url`` (prefix stripped), anything
 else to ``base_url`` (OpenAI when unset); each request is shaped for its provider
-(:func:`schemas.routing.adapt_request`). The key is read from the environment when the
+(:func:`transport.routing.adapt_request`). The key is read from the environment when the
 client is built and kept only inside the client instance. A local ``base_url`` (127.0.0.1,
-localhost) may run without a key. The request goes over httpx (:mod:`schemas.chat_http`: no
+localhost) may run without a key. The request goes over httpx (:mod:`transport.chat_http`: no
 ``openai`` import in the optimizer process), with the ``openai`` client's retries on
 408/409/429/5xx/timeouts (``max_retries``, exponential backoff, ``Retry-After`` honoured).
 
@@ -30,12 +30,12 @@ import httpx
 
 from proposer.pricing import cost_usd, price_for
 from proposer.types import ProposerConfig
-from schemas.chat_client import open_chat_completions
-from schemas.chat_http import ChatAPIError, ChatConnectionError, ChatStatusError, ChatTimeout
 from schemas.config import RunConfig
 from schemas.exceptions import ProposerError, UserError
-from schemas.records import ModelUsage
-from schemas.routing import (
+from schemas.usage import ModelUsage
+from transport.chat_client import open_chat_completions
+from transport.chat_http import ChatAPIError, ChatConnectionError, ChatStatusError, ChatTimeout
+from transport.routing import (
     OPENROUTER_URL,
     ModelRoute,
     adapt_request,
@@ -80,7 +80,7 @@ class Endpoint:
 
 def resolve_endpoint(config: ProposerConfig, environ: Mapping[str, str] | None = None) -> Endpoint:
     """Apply the provider-prefix rules (``openrouter/``, ``openai/``, ...) of
-    :mod:`schemas.routing` and classify the URL as local or remote.
+    :mod:`transport.routing` and classify the URL as local or remote.
 
     Without a base URL, an OpenAI model goes where ``OPENAI_BASE_URL`` points (the ``openai``
     client's own rule, as LiteLLM's): said here so checks and defaults see the real endpoint.

@@ -31,7 +31,7 @@ from proposer.proposer import Proposer
 from proposer.types import ProposerConfig
 from schemas.config import RunConfig
 from schemas.exceptions import ProposalRejected, UserError
-from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 
 __all__ = [
     "ExternalConfig",

@@ -21,7 +21,7 @@ from proposer.answer import Shown, parse_reply
 from proposer.client import ModelClient, UsageMeter
 from proposer.types import ComponentSpec, ProposerConfig
 from schemas.exceptions import ProposalRejected, ProposerError
-from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 
 __all__ = ["TIPS", "InstructionRequest", "InstructionSet", "TaskExample", "propose_instructions"]
 

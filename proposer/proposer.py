@@ -20,7 +20,7 @@ from proposer.instructions import InstructionRequest, InstructionSet, propose_in
 from proposer.rulemode import merge_rules, run_rules
 from proposer.textmode import run_text
 from proposer.types import ProposerConfig
-from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 
 __all__ = ["Proposer"]
 

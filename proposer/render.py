@@ -1,6 +1,6 @@
 """Rollouts rendered as the reflection model reads them, under a token budget.
 
-(Not the run's evidence packet: that is :mod:`optimizer.runtime.evidence`.)
+(Not the run's evidence packet: that is :mod:`optimizer.runtime.results.evidence`.)
 
 The budget is approximate (4 characters per token). When failures do not fit, a sample
 drawn with the injected ``random.Random`` is shown and the text says how many were left

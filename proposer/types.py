@@ -14,8 +14,8 @@ from typing import Any
 
 from schemas.config import RunConfig
 from schemas.exceptions import UserError
-from schemas.records import ModelUsage
-from schemas.routing import ENDPOINT_KINDS
+from schemas.usage import ModelUsage
+from transport.routing import ENDPOINT_KINDS
 
 __all__ = [
     "MODES",
@@ -123,7 +123,7 @@ class ProposerConfig:
     """How to reach the reflection model and the bounds every proposal stays within.
 
     ``model`` may carry a provider prefix (``openrouter/``: OpenRouter with
-    ``OPENROUTER_API_KEY``; ``openai/``: OpenAI or ``base_url``; see :mod:`schemas.routing`). The API key is read from the environment variable named by
+    ``OPENROUTER_API_KEY``; ``openai/``: OpenAI or ``base_url``; see :mod:`transport.routing`). The API key is read from the environment variable named by
     ``api_key_env`` when the client is built and is never stored here.
     """
 

@@ -48,7 +48,6 @@ from schemas.records import (
     PHASES,
     CandidateRecord,
     Event,
-    ModelUsage,
     Origin,
     Phase,
     RolloutRecord,
@@ -74,6 +73,7 @@ from schemas.template import (
     render_messages,
     task_fields,
 )
+from schemas.usage import ModelUsage
 
 __all__ = [
     "AUTO_LEVELS",

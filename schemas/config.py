@@ -54,7 +54,8 @@ class RunConfig(BaseModel):
     # Search.
     concurrency: int = Field(default=4, ge=1, le=512)
     minibatch_size: int = Field(default=4, ge=1)
-    # None: follows reflection_endpoint (optimizer.runtime.plan.default_proposals_in_flight).
+    # None: follows reflection_endpoint
+    # (optimizer.runtime.accounts.plan.default_proposals_in_flight).
     proposals_in_flight: int | None = Field(default=None, ge=1, le=32)
     use_merge: bool = True
     max_merges: int = Field(default=5, ge=0)

@@ -21,10 +21,7 @@ control-flow signals that are not failures (``BudgetExhausted``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # schemas.records imports this module (through schemas.protocol)
-    from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 
 __all__ = [
     "BudgetExhausted",
@@ -137,8 +134,6 @@ class ProposerError(GepaError):
     usage: ModelUsage
 
     def __init__(self, message: str = "", *, usage: ModelUsage | None = None) -> None:
-        from schemas.records import ModelUsage  # here: schemas.records imports this module
-
         super().__init__(message)
         self.usage = usage if usage is not None else ModelUsage()
 

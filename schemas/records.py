@@ -16,11 +16,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.protocol import Policy, Usage
+from schemas.usage import ModelUsage
 
 __all__ = [
     "CandidateRecord",
     "Event",
-    "ModelUsage",
     "Origin",
     "Phase",
     "PHASES",
@@ -90,32 +90,6 @@ class Record(BaseModel):
     """Base of stored records: tolerant of columns added by newer code."""
 
     model_config = ConfigDict(extra="ignore")
-
-
-class ModelUsage(Record):
-    """Tokens and dollars spent on a model (the proposer's, or the student's summed).
-
-    ``usage_unknown`` / ``cost_unknown`` count the calls whose tokens / cost were not
-    reported (an external proposer command that prints no usage): the figures above are
-    then a lower bound, not a measured zero.
-    """
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    usage_unknown: int = 0
-    cost_unknown: int = 0
-
-    def __add__(self, other: ModelUsage) -> ModelUsage:
-        return ModelUsage(
-            calls=self.calls + other.calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
-            usage_unknown=self.usage_unknown + other.usage_unknown,
-            cost_unknown=self.cost_unknown + other.cost_unknown,
-        )
 
 
 class RunRecord(Record):

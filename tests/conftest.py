@@ -19,7 +19,8 @@ from typing import NoReturn
 import pytest
 
 from optimizer.local_models import LlamaServer, ModelInstallError, llama_cpp_installed, model_path
-from tests.postgres import fresh_schema, server_url
+from optimizer.testing import fresh_schema
+from tests.postgres import server_url
 
 
 def _unavailable(reason: str) -> NoReturn:

@@ -1,4 +1,4 @@
-"""The real PostgreSQL server of the tests, and a fresh schema per test.
+"""The real PostgreSQL server of the tests.
 
 ``GEPA_TEST_POSTGRES_URL`` names the server and a database the user owns; ``.ci/run`` starts
 Debian's PostgreSQL on 127.0.0.1 with ``.ci/postgres`` and exports it (run that script by
@@ -6,19 +6,14 @@ hand to get the same: ``export GEPA_TEST_POSTGRES_URL=$(bash .ci/postgres)``). W
 or without psycopg, the tests that need the server skip saying so, unless
 ``GEPA_REQUIRE_POSTGRES=1`` (CI), which makes the skip a failure.
 
-Each test gets a schema of its own (``fresh_schema``): the store's URL carries
-``options=-csearch_path=<schema>``, so the store creates its tables there, and the schema is
-dropped afterwards.
+Each test gets a schema of its own (:func:`optimizer.testing.postgres.fresh_schema`).
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, NoReturn
-from urllib.parse import quote
 
 import pytest
 
@@ -47,27 +42,6 @@ def server_url() -> str:
     except psycopg.Error as exc:
         unavailable(f"the PostgreSQL server of {ENV} does not answer: {exc}")
     return url
-
-
-def with_options(url: str, schema: str) -> str:
-    """``url`` whose connections use ``schema`` (libpq's ``options`` parameter)."""
-    joiner = "&" if "?" in url else "?"
-    return f"{url}{joiner}options={quote(f'-csearch_path={schema}')}"
-
-
-@contextmanager
-def fresh_schema(url: str) -> Iterator[str]:
-    """A new empty schema for one test; yields the URL that uses it, drops it afterwards."""
-    import psycopg
-
-    schema = f"t_{secrets.token_hex(6)}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]
-    try:
-        yield with_options(url, schema)
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")  # type: ignore[arg-type]
 
 
 def execute(url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

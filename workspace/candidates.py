@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from schemas.exceptions import UserError
-from schemas.records import CandidateRecord, ModelUsage
+from schemas.records import CandidateRecord
+from schemas.usage import ModelUsage
 from workspace.codec import dumps, loads
 from workspace.conn import Conn, Row
 

@@ -20,8 +20,8 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
+import workspace.runs as runs
 from schemas.exceptions import UserError, WorkspaceError
-from workspace import runs
 from workspace.conn import Conn
 from workspace.runfolder import RunFolder
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas.exceptions import UserError
+from schemas.exceptions import RunLeased, UserError
 from workspace.conn import Conn
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "put_lease",
     "renew_lease",
     "stale_reason",
+    "take_lease",
     "this_host",
 ]
 
@@ -205,3 +206,22 @@ async def drop_lease(conn: Conn, lease: Lease) -> None:
     await conn.execute(
         "DELETE FROM leases WHERE run_id = ? AND token = ?", (lease.run_id, lease.token)
     )
+
+
+async def take_lease(
+    conn: Conn, run_id: str, *, now: float, timeout_s: float | None, promise_s: float
+) -> tuple[Lease, Takeover | None]:
+    """Put a new lease of this process on ``run_id`` (the caller holds the run's row lock);
+    the stale lease it replaced, if any. A live lease of another holder, judged by its own
+    timeout unless ``timeout_s`` is given, is ``RunLeased``. The new lease promises a
+    heartbeat within ``promise_s``."""
+    current = await fetch_lease(conn, run_id)
+    takeover = None
+    if current is not None:
+        reason = stale_reason(current, now=now, timeout_s=timeout_s)
+        if reason is None:
+            raise RunLeased(leased_message(current, now=now, timeout_s=timeout_s))
+        takeover = Takeover(current, reason)
+    lease = new_lease(run_id, now, promise_s)
+    await put_lease(conn, lease)
+    return lease, takeover

@@ -15,12 +15,14 @@ from schemas.exceptions import UserError, WorkspaceError
 from schemas.protocol import Usage
 from schemas.records import RolloutRecord
 from schemas.trace_ids import trace_id_of
-from workspace.codec import EncodedTrace, decode_trace, dumps, loads
+from workspace.codec import EncodedTrace, decode_trace, dumps, encode_trace, loads
 from workspace.conn import Conn, Row
+from workspace.redact import Scrubber
 
 __all__ = [
     "MAX_PARAMS",
     "chunks",
+    "encode_rollouts",
     "fetch_rollout",
     "fetch_run_rollout",
     "insert_rollouts",
@@ -72,6 +74,26 @@ def to_row(record: RolloutRecord, trace: EncodedTrace) -> tuple[object, ...]:
         record.created_at,
         trace_id_of(record.trace),
     )
+
+
+def encode_rollouts(
+    records: Sequence[RolloutRecord], scrubber: Scrubber, cap_bytes: int
+) -> list[tuple[object, ...]]:
+    """The rows of ``records``: feedback, errors and traces scrubbed, traces compressed and
+    capped at ``cap_bytes``. A trace is walked for secrets only when its text may hold one."""
+    encoded = []
+    for record in records:
+        feedback = scrubber.text(record.feedback)
+        error = scrubber.text(record.error) if record.error is not None else None
+        clean = record
+        if feedback is not record.feedback or error is not record.error:  # masked: a copy
+            clean = record.model_copy(update={"feedback": feedback, "error": error})
+        trace, text = record.trace, dumps(record.trace, what="trace")
+        if scrubber.may_hold_secret(text):
+            trace = scrubber.value(trace)
+            text = dumps(trace, what="trace")
+        encoded.append(to_row(clean, encode_trace(trace, cap_bytes, text=text)))
+    return encoded
 
 
 def _to_record(row: Row) -> RolloutRecord:

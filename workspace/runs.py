@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from typing import Any
+
 from schemas.exceptions import UserError
 from schemas.records import RunRecord
 from workspace.codec import dumps, loads
 from workspace.conn import Conn, Row
 
-__all__ = ["fetch_run", "insert_run", "list_runs", "replace_run", "require_run", "unknown_run"]
+__all__ = [
+    "fetch_run",
+    "insert_run",
+    "list_runs",
+    "replace_run",
+    "require_run",
+    "unknown_run",
+    "update_run",
+]
 
 _COLUMNS = (
     "run_id, config, status, phase, program_id, fingerprint, error, state, created_at, updated_at"
@@ -102,3 +114,15 @@ async def replace_run(conn: Conn, run: RunRecord) -> None:
         "error = ?, state = ?, created_at = ?, updated_at = ? WHERE run_id = ?",
         (*params[1:], params[0]),
     )
+
+
+async def update_run(conn: Conn, run_id: str, where: str, changes: Mapping[str, Any]) -> RunRecord:
+    """Set the fields of ``changes`` that are not ``None``, under the run's row lock; the run
+    as it is now."""
+    current = await fetch_run(conn, run_id, where, lock=True)
+    data = current.model_dump()
+    data.update({k: v for k, v in changes.items() if v is not None})
+    data["updated_at"] = time.time()
+    updated = RunRecord.model_validate(data)
+    await replace_run(conn, updated)
+    return updated

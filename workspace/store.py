@@ -24,6 +24,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import workspace.candidates as candidates
+import workspace.events as events
+import workspace.frontier as frontier
+import workspace.removal as removal
+import workspace.rollouts as rollouts
+import workspace.runs as runs
+import workspace.trials as trials
 from schemas.config import RunConfig
 from schemas.exceptions import RunLeased, UserError, WorkspaceError
 from schemas.records import (
@@ -36,9 +43,8 @@ from schemas.records import (
     Trial,
     TrialView,
 )
-from workspace import candidates, events, frontier, removal, rollouts, runs, trials
 from workspace.backends import backend_for
-from workspace.codec import MIN_TRACE_CAP, dumps, encode_trace, strict_json
+from workspace.codec import MIN_TRACE_CAP, dumps, strict_json
 from workspace.conn import Conn
 from workspace.db import Database
 from workspace.lease import (
@@ -48,10 +54,9 @@ from workspace.lease import (
     fetch_lease,
     lease_timeout,
     leased_message,
-    new_lease,
-    put_lease,
     renew_lease,
     stale_reason,
+    take_lease,
 )
 from workspace.location import DEFAULT_WORKSPACE, DatabaseURL, resolve_workspace, workspace_target
 from workspace.redact import Scrubber
@@ -171,16 +176,9 @@ class Workspace:
             "state": self.scrubber.value(state) if state is not None else None,
         }  # fmt: skip
 
-        async def write(conn: Conn) -> RunRecord:
-            current = await runs.fetch_run(conn, run_id, self.location, lock=True)
-            data = current.model_dump()
-            data.update({k: v for k, v in changes.items() if v is not None})
-            data["updated_at"] = time.time()
-            updated = RunRecord.model_validate(data)
-            await runs.replace_run(conn, updated)
-            return updated
-
-        return await self._db.at_once(write)
+        return await self._db.at_once(
+            lambda conn: runs.update_run(conn, run_id, self.location, changes)
+        )
 
     async def delete_run(self, run_id: str) -> dict[str, int]:
         """Delete the run, its rows and its folder; counts of the rows deleted by table.
@@ -218,17 +216,9 @@ class Workspace:
         async with self._db.write() as conn:
             # Locked: two processes that both find the lease stale must not both take it.
             await runs.require_run(conn, run_id, self.location, lock=True)
-            now = time.time()
-            current = await fetch_lease(conn, run_id)
-            takeover = None
-            if current is not None:
-                reason = stale_reason(current, now=now, timeout_s=timeout_s)
-                if reason is None:
-                    raise RunLeased(leased_message(current, now=now, timeout_s=timeout_s))
-                takeover = Takeover(current, reason)
-            lease = new_lease(run_id, now, self.lease_timeout_s)
-            await put_lease(conn, lease)
-        return lease, takeover
+            return await take_lease(
+                conn, run_id, now=time.time(), timeout_s=timeout_s, promise_s=self.lease_timeout_s
+            )
 
     async def renew_lease(self, lease: Lease) -> bool:
         """Renew the heartbeat; ``False`` when another process has taken the lease over."""
@@ -315,7 +305,7 @@ class Workspace:
             return []
         if self.readonly:
             raise WorkspaceError(f"workspace {self.location} is opened read-only")
-        rows = await asyncio.to_thread(self._encode_rollouts, list(records))
+        rows = await asyncio.to_thread(self._encode, records)
         async with self._db.write() as conn:
             return await rollouts.insert_rollouts(conn, records, rows)
 
@@ -329,54 +319,21 @@ class Workspace:
             return []
         if self.readonly:
             raise WorkspaceError(f"workspace {self.location} is opened read-only")
-        ready = await self._encoded_off_loop(records)
+        # A body run at once on SQLite runs on its connection's thread, off the event loop, and
+        # encodes there (a scrubbed, compressed trace can take milliseconds); else a worker does.
+        on_sqlite = isinstance(self._db, Database)
+        ready = None if on_sqlite else await asyncio.to_thread(self._encode, records)
 
         async def write(conn: Conn) -> list[int]:
-            rows = ready if ready is not None else self._encode_rollouts(list(records))
+            rows = ready if ready is not None else self._encode(records)
             ids = await rollouts.insert_rollouts(conn, records, rows)
-            paid = [
-                Trial(
-                    run_id=run_id,
-                    candidate_id=r.candidate_id,
-                    seed=r.seed,
-                    cache_key=r.cache_key,
-                    cached=False,
-                    status=r.status,
-                    rollout_id=i,
-                )
-                for r, i in zip(records, ids, strict=True)
-            ]
-            await trials.insert_trials(conn, run_id, paid)
+            await trials.insert_trials(conn, run_id, trials.paid_trials(run_id, records, ids))
             return ids
 
         return await self._write_to_run(run_id, write)
 
-    async def _encoded_off_loop(
-        self, records: Sequence[RolloutRecord]
-    ) -> list[tuple[object, ...]] | None:
-        """The records encoded in a worker thread, or ``None`` on SQLite: a body run at once
-        runs on its connection's thread, off the event loop, and encodes them there (a
-        scrubbed, compressed trace can take milliseconds)."""
-        if isinstance(self._db, Database):
-            return None
-        return await asyncio.to_thread(self._encode_rollouts, list(records))
-
-    def _encode_rollouts(self, records: list[RolloutRecord]) -> list[tuple[object, ...]]:
-        encoded = []
-        for record in records:
-            feedback = self.scrubber.text(record.feedback)
-            error = self.scrubber.text(record.error) if record.error is not None else None
-            clean = record
-            if feedback is not record.feedback or error is not record.error:  # masked: a copy
-                clean = record.model_copy(update={"feedback": feedback, "error": error})
-            trace, text = record.trace, dumps(record.trace, what="trace")
-            if self.scrubber.may_hold_secret(text):
-                trace = self.scrubber.value(trace)
-                text = dumps(trace, what="trace")
-            encoded.append(
-                rollouts.to_row(clean, encode_trace(trace, self.trace_cap_bytes, text=text))
-            )
-        return encoded
+    def _encode(self, records: Sequence[RolloutRecord]) -> list[tuple[object, ...]]:
+        return rollouts.encode_rollouts(records, self.scrubber, self.trace_cap_bytes)
 
     async def get_rollout(self, rollout_id: int) -> RolloutRecord:
         """One rollout row with its trace decompressed; unknown is a ``UserError``."""

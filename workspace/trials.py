@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from schemas.records import Trial, TrialView
+from schemas.records import RolloutRecord, Trial, TrialView
 from workspace.codec import loads
 from workspace.conn import Conn, Row
 
-__all__ = ["count_trials", "insert_trials", "list_trials"]
+__all__ = ["count_trials", "insert_trials", "list_trials", "paid_trials"]
 
 _COUNT = (
     "INSERT INTO trial_counts (run_id, trials, paid, cached, errors) VALUES (?,?,?,?,?) "
@@ -26,6 +26,22 @@ _COUNT = (
     "paid = trial_counts.paid + excluded.paid, cached = trial_counts.cached + excluded.cached, "
     "errors = trial_counts.errors + excluded.errors RETURNING trials"
 )
+
+
+def paid_trials(run_id: str, records: Sequence[RolloutRecord], ids: Sequence[int]) -> list[Trial]:
+    """The run's paid uses of the rollouts ``records``, stored with row ids ``ids``."""
+    return [
+        Trial(
+            run_id=run_id,
+            candidate_id=r.candidate_id,
+            seed=r.seed,
+            cache_key=r.cache_key,
+            cached=False,
+            status=r.status,
+            rollout_id=i,
+        )
+        for r, i in zip(records, ids, strict=True)
+    ]
 
 
 async def insert_trials(conn: Conn, run_id: str, trials: Sequence[Trial]) -> None:

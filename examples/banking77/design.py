@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optimizer.runtime.budget import auto_metric_calls
+from optimizer.runtime.accounts.budget import auto_metric_calls
 from schemas import RunConfig
 
 __all__ = ["DESIGN", "Design"]

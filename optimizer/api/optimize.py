@@ -45,8 +45,8 @@ from optimizer.api.spec import (
     is_spec_call,
     spec_call,
 )
-from optimizer.runtime.deps import ProposerLike
-from optimizer.runtime.embedded import EmbeddedContainer
+from optimizer.runtime.lifecycle.embedded import EmbeddedContainer
+from optimizer.runtime.search.deps import ProposerLike
 from optimizer.searches import run_optimization
 from schemas import PromptTemplate, RunConfig, UserError
 from workspace import Workspace

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optimizer.runtime.run import RunResult
+from optimizer.runtime.lifecycle.run import RunResult
 from schemas import CandidateRecord, Event, PromptTemplate, TemplateError
 from workspace import Workspace
 

@@ -1,11 +1,11 @@
 """``optimize create`` checks a run as ``dry-run`` does before it stores it.
 
 A run that ``dry-run`` would fail (no target, an unreadable dataset, splits that overlap, a
-container that is down, a reflection key that is not set, no budget) is not stored: the user
-hears it at ``create``, not when the runner starts somewhere else. A small budget is not a
-problem: ``create``, ``dry-run`` and ``run`` all accept any budget of 1 or more, and all
-three say what a budget below a full run skips (:func:`optimizer.runtime.plan.plan_run`). The
-findings go to stderr, so stdout keeps the run id on its first line for scripts.
+container that is down, a reflection key that is not set, no budget) is not stored: the user hears
+it at ``create``, not when the runner starts somewhere else. A small budget is not a problem:
+``create``, ``dry-run`` and ``run`` all accept any budget of 1 or more, and all three say what a
+budget below a full run skips (:func:`optimizer.runtime.accounts.plan.plan_run`). The findings go to
+stderr, so stdout keeps the run id on its first line for scripts.
 
 The check's sample rollouts are sent as the run will send them (its id, the baseline's
 candidate id, with traces); once the run is stored they go into the workspace's rollout cache
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from optimizer.checks.preflight import preflight_for_run, render_findings
-from optimizer.runtime.run_config import know_secrets
+from optimizer.runtime.lifecycle.run_config import know_secrets
 from schemas import RolloutRecord, RunConfig
 from workspace import Workspace
 

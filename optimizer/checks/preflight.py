@@ -26,9 +26,9 @@ from container import load_dataset, load_splits, load_target, load_verifier
 from optimizer.checks.findings import Finding, render_findings
 from optimizer.checks.sample_rollouts import SAMPLE_ROLLOUTS, findings_of, sample_rollouts
 from optimizer.mipro import load_optuna, surface_for
-from optimizer.runtime.budget import resolve_metric_calls
-from optimizer.runtime.embedded import EmbeddedContainer, module_spec
-from optimizer.runtime.plan import auto_budget_warning, holdout_overlap, plan_run
+from optimizer.runtime.accounts.budget import resolve_metric_calls
+from optimizer.runtime.accounts.plan import auto_budget_warning, holdout_overlap, plan_run
+from optimizer.runtime.lifecycle.embedded import EmbeddedContainer, module_spec
 from proposer import Endpoint, ProposerConfig, resolve_endpoint
 from proposer.external import check_proposer_command
 from schemas import PROTOCOL, Health, Program, RolloutRecord, RunConfig, UserError

@@ -25,8 +25,8 @@ from typing import Literal
 import httpx
 
 from optimizer.checks.findings import Finding
-from optimizer.runtime.client import ContainerClient, RetryPolicy
-from optimizer.runtime.dispatch import scored_record
+from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
+from optimizer.runtime.rollouts.records import scored_record
 from schemas import (
     InvalidRollout,
     Policy,

@@ -1,13 +1,13 @@
 """``gepa-runtime optimize create | dry-run | run``: create, check and run optimizations.
 
 ``create`` checks a run as ``dry-run`` does (:mod:`optimizer.checks.create_check`), copies its
-dataset, splits and verifier files into the workspace (:mod:`optimizer.runtime.run_inputs`), stores
-it and prints the commands that check and run it;
-``dry-run`` checks everything before any budget is spent (a few baseline rollouts, no
+dataset, splits and verifier files into the workspace
+(:mod:`optimizer.runtime.lifecycle.run_inputs`), stores it and prints the commands that check and
+run it; ``dry-run`` checks everything before any budget is spent (a few baseline rollouts, no
 reflection call, nothing stored); ``run`` runs a stored run (or resumes it) by id, or does
 everything in one shot without one. ``--module`` serves the target in-process
-(:mod:`optimizer.runtime.embedded`); ``--server URL`` hands the run to a ``gepa-runtime serve`` and
-follows its events instead of running here.
+(:mod:`optimizer.runtime.lifecycle.embedded`); ``--server URL`` hands the run to a
+``gepa-runtime serve`` and follows its events instead of running here.
 
 A local run ends cleanly on Ctrl-C, SIGTERM and SIGHUP: it is recorded as ``cancelled`` and
 the command that resumes it is printed. Warnings of the run (a large ``--auto`` budget, a
@@ -37,12 +37,12 @@ from optimizer.cli.flags import (
 )
 from optimizer.cli.sweep import add_sweep_flags, sweep_command
 from optimizer.mipro import load_optuna
-from optimizer.runtime.events import Listener
-from optimizer.runtime.progress import ProgressBar
-from optimizer.runtime.report import promotion_summary
-from optimizer.runtime.run import RunResult
-from optimizer.runtime.run_config import new_config, stored_config
-from optimizer.runtime.run_inputs import create_with_inputs, resolve_inputs
+from optimizer.runtime.accounts.events import Listener
+from optimizer.runtime.lifecycle.progress import ProgressBar
+from optimizer.runtime.lifecycle.run import RunResult
+from optimizer.runtime.lifecycle.run_config import new_config, stored_config
+from optimizer.runtime.lifecycle.run_inputs import create_with_inputs, resolve_inputs
+from optimizer.runtime.results.report import promotion_summary
 from optimizer.runtime.tracking import require_mlflow
 from optimizer.searches import run_stored
 from optimizer.service.remote import ServiceClient
@@ -129,7 +129,7 @@ def check_runnable(config: RunConfig) -> None:
 
 def _new_config(args: argparse.Namespace) -> RunConfig:
     """The config of a new run from flags and env: budget defaulted, paths pinned, checked
-    (:func:`optimizer.runtime.run_config.new_config`)."""
+    (:func:`optimizer.runtime.lifecycle.run_config.new_config`)."""
     config = config_from_args(args)
     if not config.budget_given():
         print("no budget given: using --auto light (the formula: docs/budget.md)", file=sys.stderr)

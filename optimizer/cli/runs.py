@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.cli.flags import add_workspace_flag
-from optimizer.runtime.report import promotion_summary
+from optimizer.runtime.results.report import promotion_summary
 from optimizer.service import Digests, candidate_views, run_view, trial_views
 from schemas import RunRecord, UserError
 from workspace import DatabaseURL, Lease, Workspace, resolve_workspace

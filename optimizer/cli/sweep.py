@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from optimizer.runtime.progress import ProgressBar
+from optimizer.runtime.lifecycle.progress import ProgressBar
 from optimizer.sweep import parse_models, render_table, run_sweep
 from schemas import RunConfig, UserError
 

@@ -28,8 +28,8 @@ from optimizer.gepa.merge3 import merge_components
 from optimizer.gepa.parents import ancestors
 from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, Showing
 from optimizer.gepa.stacking import Stacking, Waiting
-from optimizer.runtime.deps import score_on_train
-from optimizer.runtime.dispatch import SeedResult
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import score_on_train
 from schemas import BudgetExhausted, CandidateRecord
 
 __all__ = ["CONFLICT", "REDUNDANT", "TOGETHER_S", "Acceptance", "Waiting", "gather_deadline"]

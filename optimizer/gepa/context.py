@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.minibatch import MinibatchSampler
+from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.minibatch import MinibatchSampler
 from proposer import CandidateView
 
 __all__ = ["STOP_POLL_S", "SearchContext"]

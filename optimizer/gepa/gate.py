@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from optimizer.gepa.context import SearchContext
-from optimizer.runtime.deps import score_on_train
-from optimizer.runtime.dispatch import SeedResult
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import score_on_train
 from schemas import BudgetExhausted, CandidateRecord
 
 __all__ = ["MAX_REGATES", "Gate", "gate_total", "level", "passes_gate"]

@@ -1,15 +1,17 @@
-"""GEPA as a :class:`~optimizer.runtime.strategy.SearchMethod` (``--method gepa``)."""
+"""GEPA as a :class:`~optimizer.runtime.search.strategy.SearchMethod` (``--method gepa``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from optimizer.gepa.search import GepaSearch
 from optimizer.gepa.showing import failure_kind
 from optimizer.gepa.smoke import smoke_proposal
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.dispatch import SeedResult
-from optimizer.runtime.strategy import SearchStart
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.state import SearchState
+from optimizer.runtime.search.strategy import SearchStart
 from schemas import RunConfig
 
 __all__ = ["GepaMethod"]
@@ -44,3 +46,11 @@ class GepaMethod:
         if not start.baseline_train:
             return ""
         return await smoke_proposal(deps, start.baseline_id, start.baseline_train)
+
+    def evidence_section(self, state: SearchState, best_id: str) -> dict[str, Any] | None:
+        """None: the packet's shared sections (frontier, candidates, lineage) say it all."""
+        return None
+
+    def report_lines(self, section: Mapping[str, Any]) -> list[str]:
+        """None: GEPA adds no section of its own."""
+        return []

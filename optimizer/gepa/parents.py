@@ -1,6 +1,6 @@
 """GEPA's parents: sampling from the Pareto frontier and pairing frontier candidates to merge.
 
-Pure functions over a :class:`~optimizer.runtime.frontier.Frontier` and the lineage.
+Pure functions over a :class:`~optimizer.runtime.search.frontier.Frontier` and the lineage.
 Parents are sampled with weight = number of seeds won (seeds somebody solved: a seed every
 candidate fails is nobody's), so a candidate that alone solves rare seeds keeps a chance;
 merges pair candidates from different branches only.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Mapping, Sequence
 
-from optimizer.runtime.frontier import Frontier
+from optimizer.runtime.search.frontier import Frontier
 
 __all__ = ["ancestors", "common_ancestor", "complementary_pairs", "sample_parent"]
 

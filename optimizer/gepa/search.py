@@ -38,9 +38,9 @@ from optimizer.gepa.gate import Gate
 from optimizer.gepa.merges import Merges
 from optimizer.gepa.parents import sample_parent
 from optimizer.gepa.showing import Showing, Shown, evaluations_of
-from optimizer.runtime.baseline import BaselineScores
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.dispatch import SeedResult
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.baseline import BaselineScores
+from optimizer.runtime.search.deps import SearchDeps
 from proposer import ProposalRequest
 from schemas import BudgetExhausted
 

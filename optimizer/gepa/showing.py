@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from optimizer.gepa.context import SearchContext
 from optimizer.gepa.edits import adds_words
 from optimizer.gepa.parents import ancestors
-from optimizer.runtime.dispatch import SeedResult
+from optimizer.runtime.rollouts.records import SeedResult
 from proposer import Evaluation
 
 __all__ = [

@@ -1,6 +1,8 @@
 """MIPRO: instructions and few-shot demo sets searched by a seeded TPE, on the runtime.
 
-A :class:`MiproMethod` plugs it in; the queue, cache, budget, promotion and evidence are the runtime's.
+A :class:`MiproMethod` plugs it in; the queue, cache, budget, promotion and evidence packet are
+the runtime's, and MIPRO adds its own part to the packet and the report
+(:mod:`optimizer.mipro.evidence`).
 """
 
 from __future__ import annotations

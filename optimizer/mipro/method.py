@@ -1,15 +1,18 @@
-"""MIPRO as a :class:`~optimizer.runtime.strategy.SearchMethod` (``--method mipro``)."""
+"""MIPRO as a :class:`~optimizer.runtime.search.strategy.SearchMethod` (``--method mipro``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+import optimizer.mipro.evidence as evidence
 from optimizer.mipro.sampler import load_optuna
 from optimizer.mipro.search import InstructionSource, MiproSearch
 from optimizer.mipro.surface import surface_for
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.dispatch import SeedResult
-from optimizer.runtime.strategy import SearchStart
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.state import SearchState
+from optimizer.runtime.search.strategy import SearchStart
 from schemas import RunConfig, UserError
 
 __all__ = ["MiproMethod"]
@@ -46,3 +49,11 @@ class MiproMethod:
     async def without_search(self, deps: SearchDeps, start: SearchStart) -> str:
         """Nothing: MIPRO's setup (instructions, demos) is part of its search."""
         return ""
+
+    def evidence_section(self, state: SearchState, best_id: str) -> dict[str, Any] | None:
+        """The search space, the trials and the winner's parameters (:mod:`.evidence`)."""
+        return evidence.evidence_section(state, best_id)
+
+    def report_lines(self, section: Mapping[str, Any]) -> list[str]:
+        """The ``## MIPRO search`` tables of ``report.md``."""
+        return evidence.report_lines(section)

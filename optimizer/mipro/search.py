@@ -21,10 +21,10 @@ from typing import Any, Protocol, runtime_checkable
 from optimizer.mipro.demos import bootstrap_demos, build_demo_sets, labelled_demos, task_info
 from optimizer.mipro.sampler import Ask, TrialSampler
 from optimizer.mipro.surface import Surface
-from optimizer.runtime.deps import SearchDeps, score_on_train
-from optimizer.runtime.dispatch import SeedResult
-from optimizer.runtime.frontier import mean_score
-from optimizer.runtime.minibatch import MinibatchSampler
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import SearchDeps, score_on_train
+from optimizer.runtime.search.frontier import mean_score
+from optimizer.runtime.search.minibatch import MinibatchSampler
 from proposer import ComponentSpec, InstructionRequest, InstructionSet, TaskExample
 from proposer.guards import unified_diff
 from schemas import (

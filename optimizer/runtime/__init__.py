@@ -1,23 +1,45 @@
-"""The runtime: one run's lifecycle, rollout queue, container client, budget, state and evidence.
+"""The runtime: one run's life, sending its rollouts, what searches share, and its results.
 
-It knows no search method: a ``Runner`` is handed a ``Searches`` registry (see ``strategy``).
+It knows no search method: a ``Runner`` is handed a ``Searches`` registry (see
+:mod:`optimizer.runtime.search.strategy`). Its rooms, lowest first (a room imports only
+those below it):
+
+- :mod:`optimizer.runtime.accounts`: the budget, the plan it affords, the event sink;
+- :mod:`optimizer.runtime.tracking`: the events mirrored into MLflow;
+- :mod:`optimizer.runtime.rollouts`: the container client, the rollout queue, the error gate;
+- :mod:`optimizer.runtime.search`: what every search is given and shares (``SearchDeps``,
+  ``SearchMethod``, ``SearchState``, the frontier, the minibatch sampler);
+- :mod:`optimizer.runtime.results`: promotion, statistics, the evidence packet and report;
+- :mod:`optimizer.runtime.lifecycle`: a run created, resumed, executed and guarded.
 """
 
 from __future__ import annotations
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.client import ContainerClient, RetryPolicy
-from optimizer.runtime.deps import ProposerLike, SearchDeps, score_on_train
-from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult
-from optimizer.runtime.embedded import EmbeddedContainer
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.frontier import Frontier, build_frontier, mean_score
-from optimizer.runtime.minibatch import MinibatchSampler
-from optimizer.runtime.promotion import Promotion
-from optimizer.runtime.run import RunResult
-from optimizer.runtime.runner import Runner
-from optimizer.runtime.state import SearchState
-from optimizer.runtime.strategy import Search, Searches, SearchMethod, SearchStart, method_of
+from optimizer.runtime.accounts import Budget, EventSink
+from optimizer.runtime.lifecycle import EmbeddedContainer, Runner, RunResult
+from optimizer.runtime.results import Promotion
+from optimizer.runtime.rollouts import (
+    ContainerClient,
+    ErrorGate,
+    RetryPolicy,
+    RolloutQueue,
+    SeedResult,
+)
+from optimizer.runtime.search import (
+    Frontier,
+    MinibatchSampler,
+    ProposerLike,
+    Search,
+    SearchDeps,
+    Searches,
+    SearchMethod,
+    SearchStart,
+    SearchState,
+    build_frontier,
+    mean_score,
+    method_of,
+    score_on_train,
+)
 
 __all__ = [
     "Budget",

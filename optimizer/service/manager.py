@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import httpx
 from pydantic import SecretStr
 
-from optimizer.runtime.run_config import absolute_paths, stored_config
+from optimizer.runtime.lifecycle.run_config import absolute_paths, stored_config
 from optimizer.searches import run_stored
 from optimizer.service.digest import Digests
 from optimizer.service.policy import PolicyRefusal, RunPolicy

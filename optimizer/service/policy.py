@@ -23,7 +23,7 @@ from pathlib import Path
 
 from container.loader import split_spec
 from container.specs import BUILTIN_TYPES
-from optimizer.runtime.run_inputs import is_workspace_ref
+from optimizer.runtime.lifecycle.run_inputs import is_workspace_ref
 from proposer.client import resolve_endpoint
 from proposer.types import ProposerConfig
 from schemas import RunConfig, UserError
@@ -94,7 +94,7 @@ class RunPolicy:
             )
         self._inside_roots("module", config.module or "", code=True)
         # ``workspace:`` paths name the copies `optimize create` made in this service's own
-        # workspace (optimizer.runtime.run_inputs refuses any that leave its run folders)
+        # workspace (optimizer.runtime.lifecycle.run_inputs refuses any that leave its run folders)
         for name in _PATH_FIELDS:
             value = getattr(config, name)
             if value is not None and not is_workspace_ref(value):

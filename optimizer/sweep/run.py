@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 
-from optimizer.runtime.deps import ProposerLike
-from optimizer.runtime.run import RunResult
-from optimizer.runtime.run_inputs import create_with_inputs
+from optimizer.runtime.lifecycle.run import RunResult
+from optimizer.runtime.lifecycle.run_inputs import create_with_inputs
+from optimizer.runtime.search.deps import ProposerLike
 from optimizer.searches import run_stored
 from optimizer.sweep.compare import Comparison, ModelRow, compare, model_row, render_markdown
 from schemas import GepaError, RunConfig, UserError

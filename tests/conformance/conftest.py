@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from optimizer.testing import free_port, thread_server
+from optimizer.testing.toy import TOY_DATA, TOY_SPLITS
 from tests.conformance import node
-from tests.fakes.servers import FAKES
 from tests.fakes.student_server import create_app as student_app
 
 HERE = Path(__file__).resolve().parent
@@ -111,9 +111,9 @@ def _launch(
             node.node_container(
                 agent,
                 "--dataset",
-                str(FAKES / "toy_data.jsonl"),
+                str(TOY_DATA),
                 "--splits-file",
-                str(FAKES / "toy_splits.json"),
+                str(TOY_SPLITS),
                 *common,
                 env={"OPENAI_BASE_URL": f"{student}/v1", "OPENAI_API_KEY": "test-key"},
             )

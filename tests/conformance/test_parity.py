@@ -18,11 +18,12 @@ import httpx
 import pytest
 
 from container import AgentResult, Task, load_dataset, load_splits, load_verifier, normalize_text
+from optimizer.testing.toy import TOY_DATA, TOY_SPLITS
 from schemas import Demo, UserError
 from schemas.template import demos_to_text
 from tests.conformance import node
 from tests.conformance.conftest import TOKEN, Server
-from tests.fakes.servers import FAKES, ROOT
+from tests.fakes.servers import ROOT
 
 BANKING77 = ROOT / "examples" / "banking77"
 
@@ -84,9 +85,9 @@ def _datasets(tmp: Path) -> list[tuple[Path, Path | None]]:
         )
     )
     return [
-        (FAKES / "toy_data.jsonl", None),
-        (FAKES / "toy_data.jsonl", FAKES / "toy_splits.json"),
-        (FAKES / "toy_data.jsonl", splits),
+        (TOY_DATA, None),
+        (TOY_DATA, TOY_SPLITS),
+        (TOY_DATA, splits),
         (quirky, None),
         (folder, None),
         (mixed, None),
@@ -132,9 +133,9 @@ def test_bad_rows_and_splits_files_are_refused_by_both_with_the_same_message(
         assert _refusal(_typescript_side, path, None) == python, name
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"train": ["cow-0"], "holdout": ["cow-0", "nope"]}))
-    python = _refusal(_python_side, FAKES / "toy_data.jsonl", bad)
+    python = _refusal(_python_side, TOY_DATA, bad)
     assert "1 seed(s) not in the dataset: nope" in python
-    assert _refusal(_typescript_side, FAKES / "toy_data.jsonl", bad) == python
+    assert _refusal(_typescript_side, TOY_DATA, bad) == python
 
 
 VALUES: list[Any] = [

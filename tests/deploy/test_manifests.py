@@ -36,7 +36,7 @@ from workspace import DatabaseURL, resolve_workspace
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "kubernetes"
-SOURCES = ("schemas", "container", "workspace", "optimizer", "proposer", "examples")
+SOURCES = ("schemas", "transport", "container", "workspace", "optimizer", "proposer", "examples")
 SECRET = "gepa-secrets"
 WORKLOADS = ("Deployment", "StatefulSet", "Job")
 
@@ -284,10 +284,16 @@ def test_the_containerfile_runs_the_cli_and_installs_extras_that_exist(environ: 
     ]
     (install,) = re.findall(r'pip install "\.\[([a-z,]+)\]"', text)
     assert set(install.split(",")) <= set(extras)
-    for line in text.splitlines():
-        if line.startswith("COPY "):
-            for source in line.split()[1:-1]:
-                assert (ROOT / source).exists(), source
+    copied = {
+        source
+        for line in text.splitlines()
+        if line.startswith("COPY ")
+        for source in line.split()[1:-1]
+    }
+    assert all((ROOT / source).exists() for source in copied), copied
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    packages = {name.rstrip("*") for name in find["find"]["include"]}
+    assert packages <= copied, f"packages the Containerfile does not copy: {packages - copied}"
     user = re.search(r"^USER (\d+)$", text, re.M)
     assert user is not None
     for _, template, _ in _ours():

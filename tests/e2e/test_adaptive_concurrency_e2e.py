@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.replicas import replicas, run_queue
+from optimizer.testing.replicas import replicas, run_queue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from optimizer.testing import reflection_app, thread_server
+from optimizer.testing.toy import TOY_DATA
 from tests.fakes.openai_router import ModelRouter
-from tests.fakes.servers import FAKES
 from tests.fakes.student_server import create_app as student_app
 from workspace import Workspace
 
@@ -64,7 +64,7 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "__init__.py").write_text("")
     (tmp_path / "app" / "targets.py").write_text(TARGETS)
-    rows = (FAKES / "toy_data.jsonl").read_text().splitlines()
+    rows = (TOY_DATA).read_text().splitlines()
     (tmp_path / "datasets" / "refunds").mkdir(parents=True)
     (tmp_path / "datasets" / "refunds" / "part-1.jsonl").write_text("\n".join(rows[:18]) + "\n")
     (tmp_path / "datasets" / "refunds" / "part-2.jsonl").write_text("\n".join(rows[18:]) + "\n")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from optimizer.cli import main
-from optimizer.runtime import run as run_module
+from optimizer.runtime.lifecycle import run as run_module
 from optimizer.searches import run_optimization
 from optimizer.testing import reflection_app, thread_server
 from schemas import ContainerError, RunConfig

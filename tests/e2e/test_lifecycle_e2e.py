@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from optimizer.service.manager import RunConflict, RunManager
-from optimizer.testing import reflection_app, thread_server
-from tests.fakes.servers import ROOT, fake_reflection_flags, rollout_calls, toy_container
+from optimizer.testing import reflection_app, rollout_calls, thread_server, toy_container
+from tests.fakes.servers import FAKES, ROOT, fake_reflection_flags
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -208,7 +208,7 @@ def test_resume_against_another_program_is_refused(tmp_path: Path, reflection_ur
     with toy_container(tmp_path / "toy.log", env={"TOY_DELAY": "0.1"}) as url:
         rid, _ = _cancelled_run(root, url, reflection_url)
     other_log = tmp_path / "other.log"
-    with toy_container(other_log, module="toy_template_container.py") as other:
+    with toy_container(other_log, module=FAKES / "toy_template_container.py") as other:
         refused = _cli(
             "optimize", "run", rid, "--container", other, "--workspace", str(root), "--quiet"
         )

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from optimizer.testing import reflection_app, thread_server
+from optimizer.testing import reflection_app, rollout_calls, thread_server, toy_container
+from optimizer.testing.toy import TOY_SPLITS
 from tests.e2e.test_optimize_e2e import _assert_valid_packet
-from tests.fakes.servers import FAKES, ROOT, rollout_calls, toy_container
+from tests.fakes.servers import FAKES, ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -67,10 +68,10 @@ def _packet(root: Path) -> dict[str, Any]:
 
 def test_mipro_run_writes_a_packet_whose_best_template_carries_demos(tmp_path: Path) -> None:
     log, root = tmp_path / "calls.log", tmp_path / "ws"
-    extra = ["--splits-file", str(FAKES / "toy_splits.json")]
+    extra = ["--splits-file", str(TOY_SPLITS)]
     with (
         thread_server(reflection_app()) as reflection,
-        toy_container(log, extra=extra, module="toy_template_container.py") as url,
+        toy_container(log, extra=extra, module=FAKES / "toy_template_container.py") as url,
     ):
         flags = _flags(url, f"{reflection}/v1", root)
         dry = _cli("dry-run", *flags)

@@ -23,10 +23,9 @@ import optimizer.runtime.tracking.tracker as tracking
 from optimizer.runtime.tracking.ops import EventRecorder
 from optimizer.runtime.tracking.tracker import STATE_FILE
 from optimizer.searches import run_optimization
-from optimizer.testing import free_port, reflection_app, thread_server
+from optimizer.testing import free_port, reflection_app, thread_server, toy_container
 from schemas import Event, RunConfig
 from tests.fakes.mlflow_server import mlflow_server, require_client
-from tests.fakes.servers import toy_container
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e

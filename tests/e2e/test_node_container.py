@@ -21,9 +21,10 @@ import httpx
 import pytest
 
 from optimizer.testing import reflection_app, thread_server
+from optimizer.testing.toy import TOY_DATA, TOY_SPLITS
 from tests.conformance import node
 from tests.fakes.otlp_receiver import create_app as otlp_app
-from tests.fakes.servers import FAKES, ROOT, fake_reflection_flags
+from tests.fakes.servers import ROOT, fake_reflection_flags
 from tests.fakes.student_server import create_app as student_app
 
 pytestmark = pytest.mark.e2e
@@ -65,7 +66,7 @@ def _spans(receiver: Any, count: int, timeout: float = 20.0) -> list[dict[str, A
 def test_optimize_run_promotes_a_better_prompt_for_the_readme_node_agent(tmp_path: Path) -> None:
     agent = node.build_readme_agent(tmp_path / "agent")
     # The guide's tickets have a text column (task.input is {"text": ...}).
-    rows = [json.loads(line) for line in (FAKES / "toy_data.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (TOY_DATA).read_text().splitlines()]
     tickets = tmp_path / "tickets.jsonl"
     for row in rows:
         row["text"] = row.pop("input")
@@ -80,7 +81,7 @@ def test_optimize_run_promotes_a_better_prompt_for_the_readme_node_agent(tmp_pat
             "--dataset",
             str(tickets),
             "--splits-file",
-            str(FAKES / "toy_splits.json"),
+            str(TOY_SPLITS),
             env={
                 "OPENAI_BASE_URL": f"{student_url}/v1",
                 "OPENAI_API_KEY": "test-key",

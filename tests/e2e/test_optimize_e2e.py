@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from optimizer.searches import run_optimization
-from optimizer.testing import reflection_app, thread_server
+from optimizer.testing import reflection_app, rollout_calls, thread_server, toy_container
 from schemas import RunConfig
 from tests.fakes.flaky_proxy import FlakyProxy
-from tests.fakes.servers import ROOT, fake_reflection_flags, rollout_calls, toy_container
+from tests.fakes.servers import ROOT, fake_reflection_flags
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e

@@ -22,8 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from optimizer.testing import reflection_app, thread_server
-from tests.fakes.servers import FAKES, ROOT, fake_reflection_flags, rollout_calls, toy_container
+from optimizer.testing import reflection_app, rollout_calls, thread_server, toy_container
+from optimizer.testing.toy import TOY, TOY_CONTAINER, TOY_DATA
+from tests.fakes.servers import FAKES, ROOT, fake_reflection_flags
 from tests.service.processes import serve_process
 from workspace import Workspace
 
@@ -149,7 +150,7 @@ def test_two_hosts_share_runs_the_cache_and_the_console(
     _create_store(store)
     with (
         toy_container(toy_log, env=slow) as toy,
-        toy_container(other_log, env=slow, module="toy_template_container.py") as other,
+        toy_container(other_log, env=slow, module=FAKES / "toy_template_container.py") as other,
         serve_process(store) as (console, _),  # type: ignore[arg-type]
     ):
         host_a = _start(_flags(toy, reflection_url, store), tmp_path / "host-a")
@@ -298,13 +299,13 @@ def test_a_module_run_created_on_one_host_runs_on_another(
     data = tmp_path / "data"
     data.mkdir()
     for name in ("toy_data.jsonl", "toy_splits.json"):
-        shutil.copy(FAKES / name, data / name)
+        shutil.copy(TOY / name, data / name)
     created = _cli(
         [
             "optimize",
             "create",
             "--module",
-            str(FAKES / "toy_container.py"),
+            str(TOY_CONTAINER),
             "--dataset",
             str(data / "toy_data.jsonl"),
             "--splits-file",
@@ -325,5 +326,5 @@ def test_a_module_run_created_on_one_host_runs_on_another(
     assert ran.returncode == 0, ran.stderr
     inputs = tmp_path / "host-b" / "runs" / run_id / "inputs"
     assert sorted(p.name for p in inputs.iterdir()) == ["dataset.jsonl", "splits_file.json"]
-    assert (inputs / "dataset.jsonl").read_bytes() == (FAKES / "toy_data.jsonl").read_bytes()
+    assert (inputs / "dataset.jsonl").read_bytes() == (TOY_DATA).read_bytes()
     assert _read(store, lambda ws: ws.get_run(run_id)).status == "completed"

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.servers import FAKES, ROOT, toy_container
+from optimizer.testing import toy_container
+from tests.fakes.servers import FAKES, ROOT
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e

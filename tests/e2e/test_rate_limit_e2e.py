@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from optimizer.testing import reflection_app, thread_server
-from tests.fakes.replicas import replicas
+from optimizer.testing.replicas import replicas
 from tests.fakes.servers import ROOT, fake_reflection_flags
 from workspace import Workspace
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +24,8 @@ import pytest
 
 from optimizer.searches import run_optimization
 from optimizer.testing import reflection_app, thread_server
-from schemas import RunConfig
-from tests.fakes.capacity_container import answer, load_program
-from tests.fakes.replicas import (
+from optimizer.testing.replicas import (
+    HAPROXY_MISSING,
     KillAt,
     Replica,
     haproxy,
@@ -34,6 +34,8 @@ from tests.fakes.replicas import (
     replicas,
     run_queue,
 )
+from optimizer.testing.toy.capacity_container import answer, load_program
+from schemas import RunConfig
 
 pytestmark = pytest.mark.e2e
 
@@ -70,15 +72,26 @@ def _survives_a_kill(urls: list[str], reps: list[Replica], tmp_path: Path) -> in
 
 
 @pytest.fixture()
+def haproxy_bin() -> str:
+    """The ``haproxy`` executable; without it a skip (a failure under GEPA_REQUIRE_HAPROXY=1)."""
+    found = haproxy_binary()
+    if found is None:
+        if os.environ.get("GEPA_REQUIRE_HAPROXY") == "1":
+            pytest.fail(f"GEPA_REQUIRE_HAPROXY=1 but {HAPROXY_MISSING}", pytrace=False)
+        pytest.skip(HAPROXY_MISSING)
+    return found
+
+
+@pytest.fixture()
 def three() -> Iterator[list[Replica]]:
     with replicas(3, capacity=4, latency=0.05) as reps:
         yield reps
 
 
 def test_a_replica_killed_behind_haproxy_loses_nothing(
-    three: list[Replica], tmp_path: Path
+    haproxy_bin: str, three: list[Replica], tmp_path: Path
 ) -> None:
-    with haproxy([r.url for r in three], maxconn=4) as url:
+    with haproxy([r.url for r in three], maxconn=4, binary=haproxy_bin) as url:
         _survives_a_kill([url], three, tmp_path)
 
 
@@ -89,10 +102,12 @@ def test_a_replica_killed_in_a_list_of_urls_loses_nothing(
     assert retries >= 1  # what it had in flight lost its connection and went elsewhere
 
 
-def test_haproxy_spreads_rollouts_over_the_replicas_up_to_their_capacity(tmp_path: Path) -> None:
+def test_haproxy_spreads_rollouts_over_the_replicas_up_to_their_capacity(
+    haproxy_bin: str, tmp_path: Path
+) -> None:
     with (
         replicas(2, capacity=4, latency=0.05) as reps,
-        haproxy([r.url for r in reps], maxconn=4) as url,
+        haproxy([r.url for r in reps], maxconn=4, binary=haproxy_bin) as url,
     ):
         result = asyncio.run(run_queue([url], tmp_path / "ws", concurrency=16, candidates=4))
         stats = [r.stats() for r in reps]
@@ -145,17 +160,16 @@ def _kill_after(replica: Replica, accepted: int) -> threading.Thread:
 
 
 def test_a_run_with_a_replica_killed_mid_search_scores_as_one_without(
-    tmp_path: Path, reflection_url: str
+    haproxy_bin: str, tmp_path: Path, reflection_url: str
 ) -> None:
-    binary = haproxy_binary()
     with (
         replicas(3, capacity=4, latency=0.03) as reps,
-        haproxy([r.url for r in reps], maxconn=4, binary=binary) as url,
+        haproxy([r.url for r in reps], maxconn=4, binary=haproxy_bin) as url,
     ):
         calm = _run(url, reflection_url, tmp_path / "calm")
     with (
         replicas(3, capacity=4, latency=0.03) as reps,
-        haproxy([r.url for r in reps], maxconn=4, binary=binary) as url,
+        haproxy([r.url for r in reps], maxconn=4, binary=haproxy_bin) as url,
     ):
         watcher = _kill_after(reps[1], accepted=40)
         killed = _run(url, reflection_url, tmp_path / "killed")

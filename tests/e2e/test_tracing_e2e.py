@@ -16,11 +16,12 @@ import pytest
 
 from optimizer.searches import run_optimization
 from optimizer.service.views import trial_views
-from optimizer.testing import reflection_app, thread_server
+from optimizer.testing import reflection_app, rollout_calls, thread_server, toy_container
+from optimizer.testing.toy import TOY_DATA, TOY_SPLITS
 from schemas import RunConfig
 from tests.conformance import node
 from tests.fakes.otlp_receiver import create_app as otlp_app
-from tests.fakes.servers import FAKES, ROOT, rollout_calls, toy_container
+from tests.fakes.servers import ROOT
 from workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -43,8 +44,8 @@ def _toy(sdk: str, log: Path, env: dict[str, str]) -> Iterator[str]:
             yield url
         return
     agent = node.FIXTURES / "toy-agent.js"
-    data = ["--dataset", str(FAKES / "toy_data.jsonl")]
-    splits = ["--splits-file", str(FAKES / "toy_splits.json")]
+    data = ["--dataset", str(TOY_DATA)]
+    splits = ["--splits-file", str(TOY_SPLITS)]
     with node.node_container(agent, *data, *splits, env={**env, "TOY_LOG": str(log)}) as url:
         yield url
 
@@ -97,8 +98,8 @@ sys.modules["opentelemetry"] = None  # as if the [otel] extra were not installed
 import httpx, asyncio
 from container import create_app, load_target
 from container.tracing import configure_tracing
-target = load_target("tests/fakes/toy_container.py")
-app = create_app(target, splits="tests/fakes/toy_splits.json")
+target = load_target("optimizer/testing/toy/toy_container.py")
+app = create_app(target, splits="optimizer/testing/toy/toy_splits.json")
 assert configure_tracing({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}) is False
 async def main():
     transport = httpx.ASGITransport(app=app)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from examples.banking77.design import DESIGN
 from optimizer.cli.flags import config_from_args
 from optimizer.cli.main import build_parser
-from optimizer.runtime.budget import resolve_metric_calls
+from optimizer.runtime.accounts.budget import resolve_metric_calls
 from schemas import RunConfig
 
 

@@ -54,7 +54,7 @@ class HostileContainer:
     calls: Counter[str] = field(default_factory=Counter)
 
     def app(self) -> Starlette:
-        """The ASGI app (serve it with ``tests.fakes.servers.thread_server``)."""
+        """The ASGI app (serve it with ``optimizer.testing.thread_server``)."""
 
         async def forward(request: Request) -> Response:
             body = await request.body()

@@ -1,4 +1,5 @@
-"""A scripted OpenAI-compatible student model for the toy riddles (tests/fakes/toy_data.jsonl).
+"""A scripted OpenAI-compatible student model for the toy riddles
+(optimizer/testing/toy/toy_data.jsonl).
 
 It knows which animal makes each sound but answers with the animal's label only when the
 system prompt names that label (else ``unknown``), as the toy container's agent does, so a

@@ -13,12 +13,11 @@ import hashlib
 import json
 import os
 import re
-from pathlib import Path
 
 from container import AgentResult, Candidate, Task, optimize
+from optimizer.testing.toy import TOY_DATA
 from schemas import PromptTemplate
 
-HERE = Path(__file__).parent
 BASELINE = PromptTemplate(system_prompt="Answer with the label.", user_template="Riddle: {input}")
 
 
@@ -27,7 +26,7 @@ BASELINE = PromptTemplate(system_prompt="Answer with the label.", user_template=
     kind="prompt",
     description="Answer a riddle with the animal's three-letter label.",
     baseline=BASELINE,
-    dataset=HERE / "toy_data.jsonl",
+    dataset=TOY_DATA,
 )
 def answer(task: Task, candidate: Candidate) -> AgentResult:
     """The expected label when the rendered prompt names it before the task, else 'unknown'."""

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from optimizer.runtime.run import RunResult
+from optimizer.runtime.lifecycle.run import RunResult
 from optimizer.searches import run_optimization
 from schemas import ContainerError, Event, RunConfig
 from tests.fakes.scripted import (

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from optimizer.runtime.bodies import (
+from optimizer.runtime.rollouts.bodies import (
     BIG_BODIES,
     BIG_BODY_BYTES,
     BodyReader,

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from optimizer.runtime.client import ContainerClient, RetryPolicy
+from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
 from schemas import (
     ContainerUnavailable,
     InvalidRollout,

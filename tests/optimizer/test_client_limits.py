@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 import httpx
 import pytest
 
-from optimizer.runtime.client import ContainerClient, RetryPolicy
-from optimizer.runtime.limits import EndpointLimits
+from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
+from optimizer.runtime.rollouts.limits import EndpointLimits
 from schemas import RolloutFailed, RolloutRequest
 
 OK = {"reward": 1.0, "feedback": "correct"}

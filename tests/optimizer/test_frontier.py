@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from optimizer.gepa.parents import ancestors, common_ancestor, complementary_pairs, sample_parent
-from optimizer.runtime.frontier import build_frontier, dominates, mean_score
+from optimizer.runtime.search.frontier import build_frontier, dominates, mean_score
 
 SEEDS = ["s1", "s2", "s3", "s4"]
 SEEDS_TUPLE = tuple(SEEDS)

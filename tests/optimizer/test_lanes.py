@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.client import ContainerClient
-from optimizer.runtime.dispatch import RolloutQueue
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.lanes import LaneTransport, lane_extensions
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.rollouts.client import ContainerClient
+from optimizer.runtime.rollouts.lanes import LaneTransport, lane_extensions
+from optimizer.runtime.rollouts.queue import RolloutQueue
 from optimizer.testing import free_port, thread_server
 from schemas import RolloutRequest, RunConfig
 from tests.fakes.asgi import clear_proxies, read_body

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from optimizer.runtime import lease as lease_module
-from optimizer.runtime.lease import hold_lease
+from optimizer.runtime.lifecycle import lease as lease_module
+from optimizer.runtime.lifecycle.lease import hold_lease
 from optimizer.searches import run_optimization
 from schemas import Event, RunConfig, RunLeased, UserError
 from tests.fakes.scripted import SEARCH_SETTINGS, RuleContainer, ScriptedProposer, program

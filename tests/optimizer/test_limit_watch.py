@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.runtime.limit_watch import LimitWatch
+from optimizer.runtime.rollouts.limit_watch import LimitWatch
 
 
 def _view(limit: int = 8, limited: float | None = None, url: str = "http://c") -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Adaptive concurrency per endpoint (optimizer/runtime/limits.py): the rules, then a simulation.
+"""Adaptive concurrency per endpoint (optimizer/runtime/rollouts/limits.py): the rules, then a
+simulation.
 
 The simulation is a discrete-event model of queue workers against a container that takes
 ``capacity`` rollouts at once and answers 429 above that: no sockets, no clock, so the
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from optimizer.runtime.limits import FRESH_AFTER_S, AdaptiveLimit, EndpointLimits
+from optimizer.runtime.rollouts.limits import FRESH_AFTER_S, AdaptiveLimit, EndpointLimits
 
 
 def _limit(ceiling: int = 32) -> AdaptiveLimit:

@@ -7,9 +7,9 @@ import random
 import pytest
 
 from optimizer.gepa.gate import passes_gate
-from optimizer.runtime.budget import Budget, auto_metric_calls, resolve_metric_calls
-from optimizer.runtime.minibatch import MinibatchSampler
-from optimizer.runtime.stats import paired_bootstrap
+from optimizer.runtime.accounts.budget import Budget, auto_metric_calls, resolve_metric_calls
+from optimizer.runtime.results.stats import paired_bootstrap
+from optimizer.runtime.search.minibatch import MinibatchSampler
 from schemas import BudgetExhausted, RunConfig, UserError
 
 

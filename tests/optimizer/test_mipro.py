@@ -23,6 +23,7 @@ from optimizer.mipro import (
     task_info,
 )
 from optimizer.searches import run_optimization
+from optimizer.testing.toy import TOY_SPLITS
 from proposer import InstructionRequest, InstructionSet
 from schemas import Demo, ModelUsage, Program, RolloutRecord, RunConfig, UserError
 from tests.fakes.servers import FAKES
@@ -180,7 +181,7 @@ class Instructions:
 
 async def _mipro_run(tmp: Path, seed: int) -> tuple[dict[str, Any], Instructions]:
     target = load_target(str(FAKES / "toy_template_container.py"))
-    app = create_app(target, splits=FAKES / "toy_splits.json")
+    app = create_app(target, splits=TOY_SPLITS)
     source = Instructions()
     config = RunConfig(
         containers=["http://toy"],
@@ -232,7 +233,7 @@ async def test_mipro_run_is_reproducible_for_a_seed_and_uses_the_runtime(tmp_pat
 
 async def test_search_stops_once_trials_only_repeat_what_it_scored(tmp_path: Path) -> None:
     target = load_target(str(FAKES / "toy_template_container.py"))
-    app = create_app(target, splits=FAKES / "toy_splits.json")
+    app = create_app(target, splits=TOY_SPLITS)
     config = RunConfig(
         containers=["http://toy"], reflection_model="fake", method="mipro",
         max_metric_calls=5000, minibatch_size=4, num_instructions=1, num_demo_sets=1,

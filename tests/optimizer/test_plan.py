@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from optimizer.runtime.plan import MIN_HOLDOUT, default_proposals_in_flight, plan_run
+from optimizer.runtime.accounts.plan import MIN_HOLDOUT, default_proposals_in_flight, plan_run
 from proposer.client import run_reflection_is_local
 from schemas import RunConfig
 

@@ -17,8 +17,9 @@ from optimizer.cli import main
 from optimizer.cli.flags import add_config_flags, config_from_args
 from optimizer.cli.optimize import check_runnable
 from optimizer.searches import run_optimization
+from optimizer.testing import toy_container
 from schemas import RunConfig, UserError
-from tests.fakes.servers import FAKES, toy_container
+from tests.fakes.servers import FAKES
 
 CLOSED = "http://127.0.0.1:9"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from optimizer.runtime.plan import RunPlan
-from optimizer.runtime.promotion import choose_on_train, could_still_win, selection_need
-from optimizer.runtime.state import SearchState
+from optimizer.runtime.accounts.plan import RunPlan
+from optimizer.runtime.results.promotion import choose_on_train, could_still_win, selection_need
+from optimizer.runtime.search.state import SearchState
 from schemas import CandidateRecord, candidate_id_for, content_hash
 
 TRAIN = ("t1", "t2", "t3", "t4")

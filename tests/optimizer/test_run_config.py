@@ -1,4 +1,5 @@
-"""A run's config through its life (``optimizer.runtime.run_config``): new, stored, resumed."""
+"""A run's config through its life (``optimizer.runtime.lifecycle.run_config``): new, stored,
+resumed."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.runtime.plan import plan_run
-from optimizer.runtime.run_config import (
+from optimizer.runtime.accounts.plan import plan_run
+from optimizer.runtime.lifecycle.run_config import (
     budget_warning,
     executed_config,
     metric_call_limit,

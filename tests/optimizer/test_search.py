@@ -19,11 +19,11 @@ import pytest
 from optimizer.gepa.gate import MAX_REGATES
 from optimizer.gepa.search import CONVERGED, NOTHING_TO_FIX, GepaSearch
 from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, failure_kind, one_of_each
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.run import RunResult
-from optimizer.runtime.state import SearchState
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.lifecycle.run import RunResult
+from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.state import SearchState
 from optimizer.searches import run_optimization
 from proposer import ComponentSpec, ProposalRequest
 from schemas import (

@@ -14,11 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
-from optimizer.runtime.budget import Budget
-from optimizer.runtime.client import ContainerClient, RetryPolicy
-from optimizer.runtime.dispatch import ErrorGate, RolloutQueue
-from optimizer.runtime.events import EventSink
-from optimizer.runtime.seed_failures import SetAside
+from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
+from optimizer.runtime.rollouts.gate import ErrorGate
+from optimizer.runtime.rollouts.queue import RolloutQueue
+from optimizer.runtime.rollouts.seed_failures import SetAside
 from optimizer.searches import run_optimization
 from schemas import ContainerError, Event, Program, RolloutRecord, RunConfig
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program

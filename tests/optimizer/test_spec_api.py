@@ -26,7 +26,7 @@ from optimizer import (
 from optimizer.api.spec.config import run_config
 from optimizer.api.spec.rows import find_label_column, spec_rows
 from optimizer.checks.preflight import preflight
-from optimizer.runtime.program_check import check_splits
+from optimizer.runtime.lifecycle.program_check import check_splits
 from optimizer.testing import thread_server
 from schemas import Program, RunConfig, TemplateError, UserError
 from tests.fakes import spec_models

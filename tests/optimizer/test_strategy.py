@@ -1,4 +1,4 @@
-"""The runtime runs whatever search it is handed (``optimizer.runtime.strategy``).
+"""The runtime runs whatever search it is handed (``optimizer.runtime.search.strategy``).
 
 A recording method stands in for GEPA behind the runtime's ``Runner``; the rule
 container behind ``httpx.MockTransport`` and a real workspace file. The built-in registry
@@ -16,10 +16,11 @@ import pytest
 
 from optimizer.gepa import GepaMethod
 from optimizer.mipro import MiproMethod
-from optimizer.runtime.deps import SearchDeps
-from optimizer.runtime.dispatch import SeedResult
-from optimizer.runtime.runner import Runner
-from optimizer.runtime.strategy import SearchStart
+from optimizer.runtime.lifecycle.runner import Runner
+from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.search.state import SearchState
+from optimizer.runtime.search.strategy import SearchStart
 from optimizer.searches import SEARCHES
 from schemas import RunConfig, UserError
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
@@ -58,6 +59,7 @@ class _Recording:
     calls: list[str] = field(default_factory=list)
     starts: list[SearchStart] = field(default_factory=list)
     refuse: bool = False
+    section: dict[str, Any] | None = None  # what it adds to the evidence packet
 
     def prepare(self, config: RunConfig) -> None:
         self.calls.append("prepare")
@@ -78,6 +80,14 @@ class _Recording:
         self.calls.append("without_search")
         return ""
 
+    def evidence_section(self, state: SearchState, best_id: str) -> dict[str, Any] | None:
+        self.calls.append("evidence_section")
+        return None if self.section is None else {**self.section, "best": best_id}
+
+    def report_lines(self, section: Mapping[str, Any]) -> list[str]:
+        self.calls.append("report_lines")
+        return ["## Recorded", "", f"best {section['best']}, note {section['note']}"]
+
 
 async def test_the_runtime_runs_the_search_it_is_handed(tmp_path: Path) -> None:
     container, proposer, method = RuleContainer(program(LABELS)), ScriptedProposer(), _Recording()
@@ -88,7 +98,8 @@ async def test_the_runtime_runs_the_search_it_is_handed(tmp_path: Path) -> None:
             proposer=proposer,
             http=http,
         )
-    assert method.calls == ["prepare", "build"]
+    assert method.calls == ["prepare", "build", "evidence_section"]
+    assert "gepa" not in result.evidence  # a method with nothing to add adds no section
     (start,) = method.starts
     assert start.baseline_id == result.baseline_candidate_id
     assert sorted(start.baseline_train) == sorted(program(LABELS)["seeds"]["train"])
@@ -97,6 +108,23 @@ async def test_the_runtime_runs_the_search_it_is_handed(tmp_path: Path) -> None:
         == f"recorded search scored {len(start.baseline_train)} seeds"
     )
     assert proposer.seen == []  # GEPA never ran: nothing asked the reflection model
+
+
+async def test_the_method_adds_its_own_part_to_the_evidence_and_the_report(
+    tmp_path: Path,
+) -> None:
+    container, method = RuleContainer(program(LABELS)), _Recording(section={"note": "n1"})
+    async with container.client() as http:
+        result = await Runner({"gepa": method}).run_optimization(
+            _config(), workspace=tmp_path / "ws", proposer=ScriptedProposer(), http=http
+        )
+    assert method.calls[-2:] == ["evidence_section", "report_lines"]
+    best = result.best_candidate_id
+    assert result.evidence["gepa"] == {"note": "n1", "best": best}  # under the method's name
+    assert list(result.evidence)[-1] == "gepa"
+    report = (result.evidence_dir / "report.md").read_text()
+    assert f"## Recorded\n\nbest {best}, note n1\n" in report
+    assert report.index("## Recorded") < report.index("## Usage")
 
 
 async def test_a_method_the_registry_lacks_is_refused_before_a_run_is_stored(

@@ -7,15 +7,15 @@ from collections.abc import Iterator
 import pytest
 import respx
 
-from schemas import chat_http
 from tests.proposer.fakes import BASE
+from transport import chat_http
 
 
 @pytest.fixture(autouse=True)
 def _chat_over_httpx_transport(monkeypatch: pytest.MonkeyPatch) -> None:
     """respx fakes httpx's own transport, and the chat client reaches a local server such as
-    ``BASE`` over ours (``schemas.http11``); here it gets httpx's, which respx intercepts.
-    ``tests/optimizer/test_http11.py`` covers the chat client over ours."""
+    ``BASE`` over ours (``transport.http11``); here it gets httpx's, which respx intercepts.
+    ``tests/transport/test_http11.py`` covers the chat client over ours."""
     monkeypatch.setattr(chat_http, "PlainHTTPTransport", lambda *, limits, fallback: fallback())
 
 

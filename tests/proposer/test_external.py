@@ -22,7 +22,7 @@ from proposer.brief import brief_for_proposal
 from proposer.external import ExternalConfig, ExternalProposer
 from proposer.types import CandidateView, ComponentSpec, MergeRequest
 from schemas import ProposalRejected
-from schemas.records import ModelUsage
+from schemas.usage import ModelUsage
 from tests.proposer.fakes import PARENT_PROMPT, banking_request, parent_view
 
 EDIT = """

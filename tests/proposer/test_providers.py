@@ -1,4 +1,4 @@
-"""Every provider route of ``schemas.routing.PROVIDERS`` against a scripted server.
+"""Every provider route of ``transport.routing.PROVIDERS`` against a scripted server.
 
 Each route is pointed by base URL at a real OpenAI-compatible server on 127.0.0.1 that
 records what arrives (path, headers, body): the model name without its prefix, the key of the
@@ -24,8 +24,8 @@ from container.student import StudentClients
 from optimizer.testing import thread_server
 from proposer import ModelClient, ProposerConfig, resolve_endpoint
 from schemas import UserError
-from schemas.routing import PROVIDERS, route_model
 from tests.proposer.fakes import Script, completion
+from transport.routing import PROVIDERS, route_model
 
 KEY = "provider key 7f3a"  # nothing key-shaped: only the scrubber's knowledge can mask it
 # A conversation with a tool round, names on messages and a strict tool schema: what the

@@ -1,12 +1,7 @@
-"""The reflection client's transport (``schemas.chat_http``): the openai client's retry rule
-and error shapes, over httpx, and the Azure client's errors mapped the same way."""
+"""The reflection client over its transport (``transport.chat_http``): retries and error
+shapes as the openai client's, and the Azure client's errors mapped the same way."""
 
 from __future__ import annotations
-
-import random
-import ssl
-import time
-from email.utils import formatdate
 
 import httpx
 import pytest
@@ -14,36 +9,10 @@ import pytest
 from optimizer.testing import thread_server
 from proposer import ModelClient, ProposerConfig
 from schemas import ProposerError, UserError
-from schemas.chat_http import _tls, retry_delay, should_retry
-from tests.fakes.asgi import clear_proxies
 from tests.proposer.fakes import completion, config, scripted
 from tests.proposer.test_providers import KEY, Recorder, _clean
 
 MESSAGES = [{"role": "user", "content": "hi"}]
-
-
-def _answer(status: int, **headers: str) -> httpx.Response:
-    return httpx.Response(status, headers=headers)
-
-
-def test_which_answers_are_retried() -> None:
-    assert all(should_retry(_answer(s)) for s in (408, 409, 429, 500, 502, 503))
-    assert not any(should_retry(_answer(s)) for s in (400, 401, 403, 404, 422))
-    assert not should_retry(_answer(503, **{"x-should-retry": "false"}))
-    assert should_retry(_answer(400, **{"x-should-retry": "true"}))
-    assert not should_retry(_answer(429, **{"retry-after": "300"}))  # over two minutes: give up
-
-
-def test_the_wait_before_a_retry() -> None:
-    rng = random.Random(0)
-    assert retry_delay(0, httpx.Headers({"retry-after": "3"}), rng) == 3.0
-    assert retry_delay(0, httpx.Headers({"retry-after-ms": "1500"}), rng) == 1.5
-    date = formatdate(time.time() + 30, usegmt=True)
-    assert 25 < retry_delay(0, httpx.Headers({"retry-after": date}), rng) <= 30
-    for tries, base in ((0, 0.5), (1, 1.0), (3, 4.0), (9, 8.0)):  # backoff, capped at 8 s
-        waits = [retry_delay(tries, httpx.Headers(), rng) for _ in range(50)]
-        assert all(0.75 * base <= w <= base for w in waits) and len(set(waits)) > 1
-    assert retry_delay(1, httpx.Headers({"retry-after": "500"}), rng) <= 1.0  # not sane: backoff
 
 
 async def test_the_server_saying_no_retry_is_obeyed(api) -> None:
@@ -114,14 +83,3 @@ async def test_an_azure_error_is_mapped_and_its_echoed_key_masked(monkeypatch) -
         await client.aclose()
     assert rec.seen and KEY not in str(info.value) and "***" in str(info.value)
     assert info.value.__cause__ is None
-
-
-def test_only_a_local_plain_http_server_skips_the_ca_bundle(monkeypatch) -> None:
-    clear_proxies(monkeypatch)
-    local = _tls("http://127.0.0.1:8013/v1/chat/completions")
-    assert isinstance(local, ssl.SSLContext) and local.verify_mode == ssl.CERT_REQUIRED
-    assert local.cert_store_stats()["x509_ca"] == 0
-    assert _tls("https://127.0.0.1:8013/v1/chat/completions") is True
-    assert _tls("http://models.example.com/v1/chat/completions") is True
-    monkeypatch.setenv("ALL_PROXY", "https://proxy.example.com:3128")  # its TLS needs the bundle
-    assert _tls("http://127.0.0.1:8013/v1/chat/completions") is True

@@ -18,7 +18,7 @@ from container import create_app as container_app
 from container import load_target
 from optimizer.service import ServiceSettings, create_app
 from optimizer.testing import reflection_app, thread_server
-from tests.fakes.servers import FAKES
+from optimizer.testing.toy import TOY_CONTAINER, TOY_DATA, TOY_SPLITS
 from tests.service.console import chromium
 
 TOY_URL = "http://toy-container"
@@ -35,8 +35,8 @@ def reflection_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def toy_app() -> Any:
     """The toy task container as an ASGI app (served in-process, no socket)."""
-    target = load_target(str(FAKES / "toy_container.py"))
-    return container_app(target, dataset=FAKES / "toy_data.jsonl", splits=FAKES / "toy_splits.json")
+    target = load_target(str(TOY_CONTAINER))
+    return container_app(target, dataset=TOY_DATA, splits=TOY_SPLITS)
 
 
 @pytest.fixture(scope="module")

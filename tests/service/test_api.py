@@ -11,8 +11,8 @@ import httpx
 
 from optimizer.service import RunPolicy, ServiceSettings
 from optimizer.testing import thread_server
+from optimizer.testing.toy import TOY, TOY_CONTAINER, TOY_DATA, TOY_SPLITS
 from schemas import RunConfig
-from tests.fakes.servers import FAKES
 from tests.service.conftest import parse_sse, run_config, service, wait_status
 from workspace import Workspace
 
@@ -247,11 +247,11 @@ async def test_module_run_is_served_in_process(
     config = run_config(
         reflection_url,
         containers=[],
-        module=str(FAKES / "toy_container.py"),
-        dataset=str(FAKES / "toy_data.jsonl"),
-        splits_file=str(FAKES / "toy_splits.json"),
+        module=str(TOY_CONTAINER),
+        dataset=str(TOY_DATA),
+        splits_file=str(TOY_SPLITS),
     )
-    allowed = ServiceSettings(policy=RunPolicy(module_roots=(FAKES,)))
+    allowed = ServiceSettings(policy=RunPolicy(module_roots=(TOY,)))
     async with service(tmp_path / "ws", toy_app, allowed) as (api, _):
         created = await api.post("/api/runs", json={"config": config, "start": True})
         assert created.status_code == 201, created.text
@@ -332,9 +332,9 @@ async def test_the_container_token_reaches_the_container_but_is_never_stored(
     from container import load_target
 
     guarded = container_app(
-        load_target(str(FAKES / "toy_container.py")),
-        dataset=FAKES / "toy_data.jsonl",
-        splits=FAKES / "toy_splits.json",
+        load_target(str(TOY_CONTAINER)),
+        dataset=TOY_DATA,
+        splits=TOY_SPLITS,
         token="ctok-abcdef",
     )
     # A real socket, and no shared client: each run's ContainerClient carries its own token.

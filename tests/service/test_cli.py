@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 from optimizer.cli import main
-from tests.fakes.servers import FAKES
+from optimizer.testing.toy import TOY_CONTAINER, TOY_DATA, TOY_SPLITS
 from tests.service.conftest import run_flags
 from workspace import Workspace
 
 MODULE = [
     "--module",
-    str(FAKES / "toy_container.py"),
+    str(TOY_CONTAINER),
     "--dataset",
-    str(FAKES / "toy_data.jsonl"),
+    str(TOY_DATA),
     "--splits-file",
-    str(FAKES / "toy_splits.json"),
+    str(TOY_SPLITS),
 ]
 
 
@@ -57,7 +57,7 @@ def test_create_dry_run_run_then_inspect_a_module_run(
     [stored] = _runs(root)
     assert stored["run_id"] == run_id and stored["status"] == "created"
     assert (
-        stored["config"]["module"] == str(FAKES / "toy_container.py")
+        stored["config"]["module"] == str(TOY_CONTAINER)
         and stored["config"]["container_token"] == "***"
     )
 
@@ -139,9 +139,9 @@ def test_dry_run_of_a_module_with_a_bad_splits_file_and_a_low_budget(
 ) -> None:
     bad = [
         "--module",
-        str(FAKES / "toy_container.py"),
+        str(TOY_CONTAINER),
         "--dataset",
-        str(FAKES / "toy_data.jsonl"),
+        str(TOY_DATA),
         "--splits-file",
         str(tmp_path / "none.json"),
     ]

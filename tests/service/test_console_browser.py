@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes.servers import ROOT, toy_container
+from optimizer.testing import toy_container
+from tests.fakes.servers import ROOT
 from tests.service.conftest import run_config
 from tests.service.console import TOKEN, create_run
 from tests.service.processes import serve_process

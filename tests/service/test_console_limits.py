@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from optimizer.runtime.progress import ProgressBar
+from optimizer.runtime.lifecycle.progress import ProgressBar
 from optimizer.service import RunDigest
 from schemas import Event
 from tests.service.conftest import run_config

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from optimizer.testing import thread_server
+from optimizer.testing import thread_server, toy_container
+from optimizer.testing.toy import TOY_SPLITS
 from tests.fakes.otlp_receiver import create_app as otlp_app
-from tests.fakes.servers import FAKES, toy_container
 from tests.service.conftest import run_config
 from tests.service.console import TOKEN, create_run
 from tests.service.processes import serve_process
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
 def _expected_scores(url: str, run_id: str) -> dict[str, tuple[float, float]]:
     """(mean, best) of each candidate over its train trials, from the API's feed."""
-    train = set(json.loads((FAKES / "toy_splits.json").read_text())["train"])
+    train = set(json.loads((TOY_SPLITS).read_text())["train"])
     page = httpx.get(
         f"{url}/api/runs/{run_id}/rollouts", params={"token": TOKEN, "limit": 1000}
     ).json()

@@ -12,14 +12,14 @@ import pytest
 
 from optimizer.cli import main
 from optimizer.service import DEFAULT_KEY_ENVS, PolicyRefusal, RunPolicy, ServiceSettings
+from optimizer.testing.toy import TOY, TOY_CONTAINER, TOY_DATA, TOY_SPLITS
 from schemas import RunConfig
-from tests.fakes.servers import FAKES
 from tests.service.conftest import run_config, service, wait_status
 
 MODULE_FILES = {
-    "module": str(FAKES / "toy_container.py"),
-    "dataset": str(FAKES / "toy_data.jsonl"),
-    "splits_file": str(FAKES / "toy_splits.json"),
+    "module": str(TOY_CONTAINER),
+    "dataset": str(TOY_DATA),
+    "splits_file": str(TOY_SPLITS),
 }
 
 
@@ -83,11 +83,11 @@ async def test_modules_are_refused_unless_the_operator_allowed_their_folder(
         _refusal(toy, "module")  # even the operator's own files: modules are off by default
         assert (await api.get("/api/runs")).json()["runs"] == []
 
-    allowed = ServiceSettings(policy=RunPolicy(module_roots=(FAKES,)))
+    allowed = ServiceSettings(policy=RunPolicy(module_roots=(TOY,)))
     async with service(tmp_path / "ws2", toy_app, allowed) as (api, _):
         outside = await _post(api, run_config(reflection_url, containers=[], module=str(evil)))
         message = _refusal(outside, "module")
-        assert str(evil) in message and str(FAKES) in message
+        assert str(evil) in message and str(TOY) in message
         dotted = await _post(api, run_config(reflection_url, containers=[], module="os"))
         assert "not a .py file path" in _refusal(dotted, "module")
         files = {"dataset": "/etc/passwd", "splits_file": str(tmp_path / "s.json")}

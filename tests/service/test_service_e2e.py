@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from optimizer.cli import main
-from tests.fakes.servers import rollout_calls, toy_container
+from optimizer.testing import rollout_calls, toy_container
 from tests.service.conftest import run_config, run_flags
 from tests.service.processes import follow, serve_process, stop
 from workspace import Workspace

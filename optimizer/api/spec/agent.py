@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from container.chat import ChatTarget
-from container.fingerprint import source_of
 from container.results import AgentResult
+from container.source import source_of
 from container.target import is_async_callable
 from container.task import Candidate, Task
 from container.verifiers import Verifier

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.runtime.budget import auto_metric_calls
+from optimizer.runtime.accounts.budget import auto_metric_calls
 from schemas import RunConfig, UserError
 
 __all__ = ["Endpoint", "GEPAConfig", "MIPROConfig", "SeedSplits", "run_config", "seed_splits"]

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from optimizer.runtime.events import EventSink
+from optimizer.runtime.accounts.events import EventSink
 from optimizer.runtime.tracking.ops import (
     Artifact,
     End,

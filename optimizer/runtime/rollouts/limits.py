@@ -1,0 +1,231 @@
+"""Adaptive concurrency per container endpoint: AIMD on 429/503, shared by a process's runs.
+
+A container says it is over capacity with a 429 (rate limited) or a 503 (unavailable).
+Sending the same load again only earns more of them: against a container that takes 4
+rollouts at once, ``--concurrency 32`` at a fixed limit had 72% of its requests answered
+429. So each endpoint URL has one limit on the rollouts in flight to it, an
+:class:`AdaptiveLimit`, that every queue worker asks for a slot before it sends:
+
+- It starts at the ``--concurrency`` of the run using it (of several runs: the sum of
+  theirs), and never goes above that.
+- Multiplicative decrease: a 429 or 503 cuts it to 0.8x, once per episode: the answers to
+  requests sent before the last cut are that same episode and cut nothing more.
+- Additive increase: each clean round (as many 200s as the limit, of requests sent while
+  the limit was all in use) raises it by 5% or by 1, whichever is more. A limit that is
+  not in use does not grow: nothing showed the container takes more.
+- The wall: the level a cut came from is tried again only after 2, 4, ... 64 clean rounds
+  below it (one more doubling per failed try); a clean round at that level forgets it.
+  Against a fixed capacity this keeps the 429s rare once the limit found it (the probes
+  of plain AIMD would be one request in twenty there), and when the pressure ends the
+  limit climbs back at a round per step.
+- ``Retry-After`` is honoured by the rollout that got it (:mod:`optimizer.runtime.rollouts.client`);
+  the cut holds the others back meanwhile.
+
+The limit also keeps what the client's routing reads: the rollouts in flight (across
+runs), requests that got no answer, how long the endpoint rests after a refused connection
+(and that it then takes one request at a time until it answers again), and since when it
+answers nothing but 429s (``limited_since``), which bounds the wait of ``--rate-limit-wait``.
+
+One registry per event loop (:meth:`EndpointLimits.of_loop`): every run of one ``serve``
+or ``optimize run`` process (one loop) on the same URL shares one limit; tests, each with
+a loop of their own, never see another test's limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["AdaptiveLimit", "EndpointLimits", "Ticket"]
+
+CUT = 0.8  # multiplicative decrease per 429/503 episode
+GROWTH = 0.05  # increase per clean round: this share of the limit, at least 1
+MAX_STRIKES = 6  # at most 2**6 = 64 clean rounds below the wall before it is tried again
+FRESH_AFTER_S = 60.0  # a run joining an endpoint without pressure this long starts at the top
+PRESSURE = frozenset({429, 503})
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """One request's slot: when it was sent, in which episode, and whether the limit was in use."""
+
+    sent: float
+    epoch: int
+    saturated: bool
+
+
+class AdaptiveLimit:
+    """The limit on rollouts in flight to one endpoint URL (see the module docstring)."""
+
+    def __init__(self, url: str, *, adaptive: bool = True) -> None:
+        self.url = url
+        self.adaptive = adaptive
+        self.ceiling = 0  # the sum of the shares of the runs using it
+        self.limit = 0.0
+        self.in_flight = 0
+        self.failures = 0  # requests in a row that got no answer
+        self.down_until = 0.0  # resting after a refused or dropped connection
+        self.refusing = False  # since then, no answer: one request at a time tries it
+        self.limited_since: float | None = None  # the first 429 after any other answer
+        self.retry_after: float | None = None  # the last 429's Retry-After
+        self.epoch = 0  # cuts so far
+        self.last_pressure = -math.inf
+        self._clean = 0
+        self._held = 0  # clean rounds waited below the wall
+        self._wall: int | None = None
+        self._strikes = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def permits(self) -> int:
+        """Requests it lets in flight now (no limit while no run has joined: checks, probes)."""
+        if self.ceiling == 0:
+            return sys.maxsize
+        return max(1, int(self.limit)) if self.adaptive else self.ceiling
+
+    def room(self) -> int:
+        """Slots free now (one at most while the URL is tried again after refusals)."""
+        if self.refusing:
+            return 1 - self.in_flight
+        return self.permits - self.in_flight
+
+    def join(self, share: int, now: float) -> None:
+        """A run's queue of ``share`` workers starts using this endpoint."""
+        fresh = self.limit >= self.ceiling or now - self.last_pressure > FRESH_AFTER_S
+        self.ceiling += share
+        if fresh:  # no pressure to remember: the new run gets its whole share at once
+            self.limit = float(self.ceiling)
+            self._wall, self._strikes = None, 0
+        self.wake()
+
+    def leave(self, share: int) -> None:
+        """A run's queue stops using this endpoint."""
+        self.ceiling = max(0, self.ceiling - share)
+        self.limit = min(self.limit, float(self.ceiling))
+        self.wake()
+
+    def take(self, now: float) -> Ticket:
+        """Count one request in flight (the caller checked ``room()``)."""
+        saturated = self.in_flight + 1 >= self.permits
+        self.in_flight += 1
+        return Ticket(now, self.epoch, saturated)
+
+    def settle(
+        self, ticket: Ticket, status: int | None, now: float, retry_after: float | None = None
+    ) -> None:
+        """The request of ``ticket`` ended: ``status`` of its answer, None for no answer."""
+        self.in_flight -= 1
+        if status is not None:  # it answered: reachable again
+            self.failures, self.refusing = 0, False
+        if status == 429:
+            self.limited_since = now if self.limited_since is None else self.limited_since
+            self.retry_after = retry_after
+        elif status is not None:
+            self.limited_since = None
+        if status in PRESSURE:
+            self._pressure(ticket, now)
+        elif status == 200:
+            self._clean_answer(ticket)
+        self.wake()
+
+    def _pressure(self, ticket: Ticket, now: float) -> None:
+        self.last_pressure = now
+        if not self.adaptive or ticket.epoch != self.epoch:
+            return  # an answer of an episode that already cut
+        level = self.permits
+        if level == self._wall:
+            self._strikes = min(self._strikes + 1, MAX_STRIKES)
+        else:
+            self._wall, self._strikes = level, 1
+        self.limit = max(1.0, self.limit * CUT)
+        self.epoch += 1
+        self._clean = self._held = 0
+
+    def _clean_answer(self, ticket: Ticket) -> None:
+        if not self.adaptive or ticket.epoch != self.epoch or not ticket.saturated:
+            return
+        self._clean += 1
+        if self._clean >= self.permits:
+            self._clean = 0
+            self._grow()
+
+    def _grow(self) -> None:
+        """One clean round: step up, unless the step reaches the wall too soon."""
+        if self._wall is not None and self.permits >= self._wall:
+            self._wall, self._strikes = None, 0  # the level that failed works now
+        target = min(float(self.ceiling), self.limit + max(1.0, self.limit * GROWTH))
+        if self._wall is not None and int(target) >= self._wall:
+            self._held += 1
+            if self._held < 2**self._strikes:
+                return
+            self._held = 0
+        self.limit = target
+
+    def wake(self) -> None:
+        """Wake as many waiting workers as there are free slots."""
+        room = self.room()
+        while room > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                room -= 1
+
+    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
+        """Wake ``waiter`` when a slot frees up (see ``wake``)."""
+        self._waiters.append(waiter)
+
+    def drop_waiter(self, waiter: asyncio.Future[None]) -> None:
+        """Forget ``waiter`` (it was woken elsewhere, or it gave up)."""
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
+
+    def view(self, now: float) -> dict[str, Any]:
+        """What events and the console show of it."""
+        limited = None if self.limited_since is None else round(now - self.limited_since, 1)
+        return {
+            "url": self.url,
+            "limit": self.permits if self.ceiling else None,
+            "max": self.ceiling or None,
+            "in_flight": self.in_flight,
+            "cuts": self.epoch,
+            "adaptive": self.adaptive,
+            "rate_limited_s": limited,
+            "retry_after_s": self.retry_after if limited is not None else None,
+        }
+
+
+_BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EndpointLimits] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class EndpointLimits:
+    """The limits of one process's container endpoints, one per URL."""
+
+    def __init__(self, *, adaptive: bool = True) -> None:
+        self.adaptive = adaptive
+        self._by_url: dict[str, AdaptiveLimit] = {}
+
+    def get(self, url: str) -> AdaptiveLimit:
+        """The limit of ``url`` (made on first use)."""
+        limit = self._by_url.get(url)
+        if limit is None:
+            limit = self._by_url[url] = AdaptiveLimit(url, adaptive=self.adaptive)
+        return limit
+
+    @staticmethod
+    def of_loop() -> EndpointLimits:
+        """The registry of the running event loop (a new one outside a loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return EndpointLimits()
+        registry = _BY_LOOP.get(loop)
+        if registry is None:
+            registry = _BY_LOOP[loop] = EndpointLimits()
+        return registry
