@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from optimizer.gepa.showing import evaluations_of
+from optimizer.gepa.ledger import evaluations_of
 from optimizer.runtime.deps import SearchDeps
 from optimizer.runtime.dispatch import SeedResult
 from proposer import CandidateView, ProposalRequest
