@@ -30,7 +30,9 @@ class SearchContext:
     deps: SearchDeps
     in_flight: int = 1  # proposals written at once (the proposal strategy's)
     gepa: GepaState = field(default_factory=GepaState)  # the iteration log, checkpointed
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # the run state's writers
+    lock: asyncio.Lock = field(
+        default_factory=asyncio.Lock
+    )  # held by whoever changes the run state
     accepting: asyncio.Lock = field(default_factory=asyncio.Lock)  # one child accepted at a time
     written: asyncio.Condition = field(default_factory=asyncio.Condition)  # a reflection ended
     stopped: asyncio.Event = field(default_factory=asyncio.Event)  # set with ``stop``

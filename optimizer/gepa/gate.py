@@ -251,7 +251,7 @@ class MinibatchGate:
         so it skips the minibatch gate: the full evaluation takes as many rounds of rollouts
         as a gate and the rest of the train split would (fewer when the gate would extend),
         and it decides on every seed, which a noisy student needs (a few seeds can hide
-        several fixes). What happens to one that is no better: ``Acceptance.stack``.
+        several fixes). What happens to one that is no better: ``Stacking.stack``.
         """
         d, cid = self._ctx.deps, record.candidate_id
         self._gating.add(cid)

@@ -16,8 +16,8 @@ from optimizer.gepa.ledger import FailureLedger
 from optimizer.gepa.merge3 import merge_components
 from optimizer.gepa.strategies.batch_sampler import (
     CONTEXT_PER_MINIBATCH,
-    BatchRequest,
     BatchSampler,
+    request_for,
 )
 from schemas import CandidateRecord
 
@@ -110,15 +110,7 @@ class Rebaser:
         ctx = self._ctx
         async with ctx.lock:
             state = ctx.deps.state
-            request = BatchRequest(
-                parent_id,
-                rotation,
-                state.train_seeds,
-                state.train.get(parent_id),
-                unscored=ctx.unscored,
-                share=False,
-                in_flight=ctx.in_flight,
-            )
+            request = request_for(ctx, parent_id, rotation, share=False)
             batch = self._sampler.sample(request, self._ledger, ctx.deps.rng)
             minibatch, context = batch.minibatch, batch.context
             scores = state.train.get(parent_id, {})

@@ -37,7 +37,7 @@ from optimizer.gepa.stacking import Stacking
 from optimizer.gepa.state import GepaState
 from optimizer.gepa.stopping import Stopping
 from optimizer.gepa.strategies import GepaStrategies
-from optimizer.gepa.strategies.batch_sampler import BatchRequest
+from optimizer.gepa.strategies.batch_sampler import request_for
 from optimizer.gepa.strategies.candidate_selector import SelectionView
 from optimizer.gepa.strategies.stop_condition import SignalStopper
 from optimizer.gepa.train_stage import TrainStage
@@ -320,19 +320,11 @@ class GepaSearch:
         best_at_start: str | None,
         broken: Sequence[str] = (),
     ) -> bool | None:
-        ctx, ledger, state = self._ctx, self._ledger, self._d.state
+        ctx, ledger = self._ctx, self._ledger
         await ledger.learn_kinds(parent_id)
         pending = self._pipeline.pending
         async with ctx.lock:
-            request = BatchRequest(
-                parent_id,
-                rotation,
-                state.train_seeds,
-                state.train.get(parent_id),
-                unscored=ctx.unscored,
-                broken=broken,
-                in_flight=ctx.in_flight,
-            )
+            request = request_for(ctx, parent_id, rotation, broken)
             batch = self._s.batch_sampler.sample(request, ledger, self._d.rng)
             shown = ledger.take(parent_id, batch.minibatch, batch.context, accepting=bool(pending))
         if shown is None:  # what it would be shown is being fixed: wait for the new best

@@ -1,6 +1,6 @@
 """Stacking: children written at the same time replayed on one base, judged once on train.
 
-A wave of writers on one parent each adds its own fix. Replayed one after another on their
+A wave of proposals on one parent each adds its own fix. Replayed one after another on their
 base (three-way merges, no reflection call), their edits make one candidate that is scored
 on every train seed once, instead of a gate and a train evaluation per child in turn. Real
 reflection models err: one answer of a wave may drop or garble a rule the text had. A stack
@@ -169,7 +169,7 @@ class Stacking:
         scores on, the only ones it can break (``MinibatchGate.breaks``). When a round shows broken
         seeds and a suspect alone breaks one, the stack is dropped there, unscored on the
         rest of train, and the others are restacked and judged against the base: the rounds
-        of rollouts the rest would take are not paid while the writers wait. Otherwise the
+        of rollouts the rest would take are not paid while the proposals wait. Otherwise the
         stack's evaluation goes on (a stack of suspects only is judged whole, as it may
         still beat its base).
         """

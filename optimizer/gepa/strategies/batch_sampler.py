@@ -22,6 +22,7 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from optimizer.gepa.context import SearchContext
 from optimizer.gepa.ledger import FailureLedger
 from optimizer.runtime.minibatch import MinibatchSampler
 
@@ -34,6 +35,7 @@ __all__ = [
     "EpochShuffledBatchSampler",
     "FailuresFirstBatchSampler",
     "one_of_each",
+    "request_for",
 ]
 
 # Other failing train seeds shown briefly to the proposer, per minibatch seed (the gate's
@@ -68,6 +70,28 @@ class Batch:
 
     minibatch: list[str]
     context: list[str]
+
+
+def request_for(
+    ctx: SearchContext,
+    parent_id: str,
+    rotation: list[str],
+    broken: Sequence[str] = (),
+    *,
+    share: bool = True,
+) -> BatchRequest:
+    """The request for a batch on ``parent_id`` in the search ``ctx`` describes."""
+    state = ctx.deps.state
+    return BatchRequest(
+        parent_id,
+        rotation,
+        state.train_seeds,
+        state.train.get(parent_id),
+        unscored=ctx.unscored,
+        broken=broken,
+        share=share,
+        in_flight=ctx.in_flight,
+    )
 
 
 @runtime_checkable
