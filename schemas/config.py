@@ -76,9 +76,27 @@ class RunConfig(BaseModel):
     # A container answering nothing but 429s is waited on this long before rollouts fail:
     # rate limits clear by themselves (a provider's minute window), and 429s spend no retries.
     rate_limit_wait_s: float = Field(default=600.0, gt=0)
+    # GEPA's parts by name (optimizer.gepa.strategies; the Python API also takes objects).
+    candidate_selection: Literal["pareto", "current_best", "epsilon_greedy", "top_k_pareto"] = (
+        "pareto"
+    )
+    candidate_selection_epsilon: float = Field(default=0.1, ge=0, le=1)  # epsilon_greedy's
+    candidate_selection_top_k: int = Field(default=5, ge=1)  # top_k_pareto's
+    component_selection: Literal["round_robin", "all"] = "round_robin"
+    batch_sampling: Literal["failures_first", "epoch_shuffled"] = "failures_first"
+    acceptance: Literal["strict_improvement", "improvement_or_equal"] = "strict_improvement"
+    # GEPA's stop conditions, besides the budget. It stops after this many iterations in a
+    # row made no candidate, after ``patience`` proposals in a row found no better train mean
+    # (0: never), after ``stop_after_no_improvement`` new candidates did not raise it, once
+    # the best train mean reaches ``score_threshold``, after ``search_timeout_s`` seconds of
+    # search, when ``stop_file`` exists, or on ``stop_signal``; then promotion runs as usual.
     max_idle_iterations: int = Field(default=20, ge=1)
-    # GEPA stops when this many proposals in a row found no better train mean (0: never).
     patience: int = Field(default=12, ge=0)
+    stop_after_no_improvement: int | None = Field(default=None, ge=1)
+    score_threshold: float | None = None
+    search_timeout_s: float | None = Field(default=None, gt=0)
+    stop_file: str | None = Field(default=None, min_length=1)
+    stop_signal: Literal["SIGUSR1", "SIGUSR2"] | None = None
     # MIPRO (--method mipro): the search space and how often the best is re-scored.
     num_instructions: int = Field(default=6, ge=1, le=50)
     num_demo_sets: int = Field(default=6, ge=1, le=50)

@@ -26,6 +26,7 @@ else is the runtime's: queue, cache, budget, workspace, heldout promotion and ev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -45,13 +46,18 @@ from optimizer.api.spec import (
     is_spec_call,
     spec_call,
 )
-from optimizer.runtime.lifecycle.embedded import EmbeddedContainer
+from optimizer.gepa import GepaMethod
 from optimizer.runtime.search.deps import ProposerLike
+from optimizer.runtime.lifecycle.embedded import EmbeddedContainer
+from optimizer.runtime.search.strategy import SearchMethod
 from optimizer.searches import run_optimization
 from schemas import PromptTemplate, RunConfig, UserError
 from workspace import Workspace
 
-__all__ = ["run_gepa", "run_mipro"]
+__all__ = ["GEPA_PARTS", "run_gepa", "run_mipro"]
+
+# The keyword arguments of ``run_gepa`` that take your own GEPA parts (``GepaMethod``'s).
+GEPA_PARTS = ("candidate_selector", "component_selector", "acceptance", "merge", "stop_conditions")
 
 
 async def run_gepa(
@@ -64,7 +70,15 @@ async def run_gepa(
     environment_factory: EnvironmentFactory | None = None,
     **kwargs: Any,
 ) -> OptimizationResult:
-    """Optimize with GEPA (reflective prompt evolution), in either call style (module docstring)."""
+    """Optimize with GEPA (reflective prompt evolution), in either call style (module docstring).
+
+    Your own parts replace those the config names: ``candidate_selector``,
+    ``component_selector``, ``acceptance``, ``merge`` (objects satisfying the Protocols of
+    :mod:`optimizer.gepa.strategies`), and ``stop_conditions`` (added to the built-in ones).
+    """
+    parts = {name: kwargs.pop(name) for name in GEPA_PARTS if name in kwargs}
+    if parts:
+        kwargs["search"] = GepaMethod(**parts)
     spec = {"endpoint": endpoint, "reflection_endpoint": mutation_endpoint, "score_fn": score_fn}
     spec["environment_factory"] = environment_factory
     return await _either("gepa", initial_template, config, dataset, spec, kwargs)
@@ -123,18 +137,17 @@ async def _optimize(
     workspace: Workspace | str | Path = ".gepa",
     proposer: ProposerLike | None = None,
     on_event: Callable[..., None] | None = None,
+    search: SearchMethod | None = None,
 ) -> OptimizationResult:
     """One run of the keyword style: against ``container`` URLs, or the template served here."""
     cfg = _api_config(method, config, container, task_model, reflection_model, reflection_base_url)
     async with _Workspace(workspace) as ws:
+        run = functools.partial(
+            run_optimization, workspace=ws, proposer=proposer, on_event=on_event, method=search
+        )
         if container is not None:
             urls = [container] if isinstance(container, str) else list(container)
-            result = await run_optimization(
-                cfg.model_copy(update={"containers": urls}),
-                workspace=ws,
-                proposer=proposer,
-                on_event=on_event,
-            )
+            result = await run(cfg.model_copy(update={"containers": urls}))
         else:
             template = _served_template(template, dataset, agent, task_model)
             target = agent or ChatTarget(
@@ -153,12 +166,7 @@ async def _optimize(
                     description,
                 )
                 async with EmbeddedContainer(cfg, app=app) as url:
-                    result = await run_optimization(
-                        cfg.model_copy(update={"containers": [url]}),
-                        workspace=ws,
-                        proposer=proposer,
-                        on_event=on_event,
-                    )
+                    result = await run(cfg.model_copy(update={"containers": [url]}))
             finally:
                 if isinstance(target, ChatTarget):
                     await target.aclose()

@@ -182,6 +182,46 @@ FLAGS: tuple[Flag, ...] = (
         _finite,
     ),
     Flag(
+        "--candidate-selection",
+        "candidate_selection",
+        "gepa: how the next parent is chosen: pareto (default: a frontier member, weighted by "
+        "the train seeds it wins), current_best, epsilon_greedy, top_k_pareto",
+        choices=("pareto", "current_best", "epsilon_greedy", "top_k_pareto"),
+    ),
+    Flag(
+        "--candidate-selection-epsilon",
+        "candidate_selection_epsilon",
+        "gepa: epsilon_greedy's chance of a uniformly drawn parent (default 0.1)",
+        _finite,
+    ),
+    Flag(
+        "--candidate-selection-top-k",
+        "candidate_selection_top_k",
+        "gepa: top_k_pareto's k, the best train means it draws among (default 5)",
+        int,
+    ),
+    Flag(
+        "--component-selection",
+        "component_selection",
+        "gepa: components a proposal may edit: round_robin (default: one per proposal, in "
+        "turn) or all",
+        choices=("round_robin", "all"),
+    ),
+    Flag(
+        "--batch-sampling",
+        "batch_sampling",
+        "gepa: a proposal's minibatch: failures_first (default: half the parent's failures, "
+        "half seeds it passes) or epoch_shuffled (the next slice of shuffled train seeds)",
+        choices=("failures_first", "epoch_shuffled"),
+    ),
+    Flag(
+        "--acceptance",
+        "acceptance",
+        "gepa: a child passes its gate when it beats its parent (strict_improvement, default) "
+        "or at least ties it (improvement_or_equal)",
+        choices=("strict_improvement", "improvement_or_equal"),
+    ),
+    Flag(
         "--max-idle-iterations",
         "max_idle_iterations",
         "stop after this many iterations without a new candidate (default 20)",
@@ -193,6 +233,35 @@ FLAGS: tuple[Flag, ...] = (
         "gepa: stop after this many proposals in a row without a better train mean "
         "(default 12; 0 never stops early)",
         int,
+    ),
+    Flag(
+        "--stop-after-no-improvement",
+        "stop_after_no_improvement",
+        "gepa: stop after this many new candidates in a row without a better train mean",
+        int,
+    ),
+    Flag(
+        "--score-threshold",
+        "score_threshold",
+        "gepa: stop once the best train mean reaches this score",
+        _finite,
+    ),
+    Flag(
+        "--timeout",
+        "search_timeout_s",
+        "gepa: stop searching after this many seconds, then promote the best as usual",
+        _finite,
+    ),
+    Flag(
+        "--stop-file",
+        "stop_file",
+        "gepa: stop searching once this file exists (touch it), then promote the best",
+    ),
+    Flag(
+        "--stop-signal",
+        "stop_signal",
+        "gepa: stop searching when the process gets this signal, then promote the best",
+        choices=("SIGUSR1", "SIGUSR2"),
     ),
     Flag(
         "--num-instructions",

@@ -1,8 +1,9 @@
 """Candidates: a proposal written, rejected or stored; a candidate derived without the proposer.
 
-Every iteration's outcome is logged in the run state under a key (the iteration, or the
-iteration and a suffix for a stack, a rebase or a text merge), so a resumed run replays it
-from the workspace instead of asking the reflection model again. A reflection call still
+Every iteration's outcome is logged in GEPA's iteration log (:mod:`optimizer.gepa.state`)
+under a key (the iteration, or the iteration and a suffix for a stack, a rebase or a text
+merge), so a resumed run replays it from the workspace instead of asking the reflection
+model again. A reflection call still
 pending when the search stops is dropped: it could change nothing.
 """
 
@@ -14,8 +15,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from optimizer.gepa.context import SearchContext
-from optimizer.gepa.gate import Gate
-from optimizer.gepa.showing import Showing
+from optimizer.gepa.gate import MinibatchGate
+from optimizer.gepa.ledger import FailureLedger
+from optimizer.gepa.stopping import Stopping
 from proposer import Proposal
 from proposer.guards import unified_diff
 from schemas import (
@@ -34,10 +36,13 @@ __all__ = ["Candidates"]
 class Candidates:
     """Writes proposals through the proposer and stores what they make."""
 
-    def __init__(self, ctx: SearchContext, gate: Gate, showing: Showing) -> None:
+    def __init__(
+        self, ctx: SearchContext, gate: MinibatchGate, ledger: FailureLedger, stopping: Stopping
+    ) -> None:
         self._ctx = ctx
         self._gate = gate
-        self._showing = showing
+        self._ledger = ledger
+        self._stopping = stopping
         self.writing: dict[int, float] = {}  # iteration -> when its reflection call began
         self._spans: dict[int, tuple[float, float]] = {}  # iteration -> call began, ended
         self._storing: set[str] = set()  # content hashes of children being stored
@@ -47,7 +52,7 @@ class Candidates:
         return frozenset(
             c.content_hash
             for cid, c in self._ctx.deps.state.candidates.items()
-            if not self._gate.regatable(cid)
+            if not self._gate.is_regatable(cid)
         )
 
     async def written_out(self, iteration: int) -> tuple[float, float] | None:
@@ -70,8 +75,8 @@ class Candidates:
         """Replay the iteration's stored proposal or ask the proposer; store the candidate."""
         d = self._ctx.deps
         key = str(iteration)
-        if key in d.state.proposals:
-            stored = d.state.proposals[key]
+        if key in self._ctx.gepa.proposals:
+            stored = self._ctx.gepa.proposals[key]
             return d.state.candidates.get(stored) if stored else None
         writing = await self._write(iteration, call)
         if writing is None:
@@ -119,8 +124,8 @@ class Candidates:
         ``repeated`` is the content hash of the existing text a duplicate repeats, if known.
         """
         d = self._ctx.deps
-        d.state.proposals[key] = None
-        self._showing.rejected(iteration, parents, reason, self.with_hash(repeated))
+        self._ctx.gepa.proposals[key] = None
+        self._ledger.note_rejection(iteration, parents, reason, self.with_hash(repeated))
         await d.events.emit(
             "proposal_rejected",
             {
@@ -130,7 +135,7 @@ class Candidates:
                 "message": message,
             },
         )
-        await d.checkpoint()
+        await self._ctx.checkpoint()
 
     def with_hash(self, chash: str | None) -> str | None:
         """The candidate whose text has content hash ``chash``."""
@@ -154,13 +159,13 @@ class Candidates:
             (
                 cid
                 for cid, c in d.state.candidates.items()
-                if c.content_hash == content_hash(components) and self._gate.regatable(cid)
+                if c.content_hash == content_hash(components) and self._gate.is_regatable(cid)
             ),
             None,
         )
         if again is not None and origin == "mutation":
-            d.state.proposals[key] = again
-            await d.checkpoint()
+            self._ctx.gepa.proposals[key] = again
+            await self._ctx.checkpoint()
             await d.events.emit(
                 "regate", {"iteration": iteration, "candidate_id": again, "parent": parents[0]}
             )
@@ -186,9 +191,11 @@ class Candidates:
         )
         self._storing.add(chash)  # before the first await: a twin answer is a duplicate
         try:
-            return await self._store(key, record, iteration, proposal.diff, proposal.mode)
+            stored = await self._store(key, record, iteration, proposal.diff, proposal.mode)
         finally:
             self._storing.discard(chash)
+        self._stopping.candidate_made()  # one the reflection model wrote (not a stack's)
+        return stored
 
     async def derive(
         self,
@@ -201,13 +208,13 @@ class Candidates:
     ) -> CandidateRecord | None:
         """Store a candidate made without the proposer (replayed by ``key`` on resume)."""
         d = self._ctx.deps
-        if key in d.state.proposals:
-            stored = d.state.proposals[key]
+        if key in self._ctx.gepa.proposals:
+            stored = self._ctx.gepa.proposals[key]
             return d.state.candidates.get(stored) if stored else None
         chash = content_hash(dict(components))
         if any(c.content_hash == chash for c in d.state.candidates.values()):
-            d.state.proposals[key] = None
-            await d.checkpoint()
+            self._ctx.gepa.proposals[key] = None
+            await self._ctx.checkpoint()
             return None
         diffs = {
             p: unified_diff(d.state.candidates[p].components, dict(components), p) for p in parents
@@ -232,8 +239,8 @@ class Candidates:
         await d.workspace.add_candidate(record)
         async with self._ctx.lock:
             d.state.add(record)
-            d.state.proposals[key] = record.candidate_id
-        await d.checkpoint()
+            self._ctx.gepa.proposals[key] = record.candidate_id
+        await self._ctx.checkpoint()
         await d.events.emit(
             "candidate",
             {

@@ -1,9 +1,8 @@
 """What every part of one GEPA search shares: the run's injected parts, one lock, the stop.
 
-The parts of the search (``showing``, ``candidates``, ``gate``, ``acceptance``, ``merges``,
-and the loop in ``search``) each keep their own bookkeeping; this object holds only what
-they all read or signal. Every read-modify-write of the run's state happens under ``lock``,
-so with one proposal in flight the search is strictly sequential.
+The parts of the search each keep their own bookkeeping; this object holds only what they
+all read or signal. Every read-modify-write of the run's state happens under ``lock``, so with
+one proposal in flight the search is strictly sequential.
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from optimizer.gepa.state import GepaState
 from optimizer.runtime.search.deps import SearchDeps
-from optimizer.runtime.search.minibatch import MinibatchSampler
 from proposer import CandidateView
 
 __all__ = ["STOP_POLL_S", "SearchContext"]
@@ -26,11 +25,14 @@ STOP_POLL_S = 0.05
 
 @dataclass
 class SearchContext:
-    """The shared parts of one GEPA search (``SearchContext.of(deps)`` makes one)."""
+    """The shared parts of one GEPA search."""
 
     deps: SearchDeps
-    sampler: MinibatchSampler  # the rotating minibatches, drawn from ``deps.rng``
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # the run state's writers
+    in_flight: int = 1  # proposals written at once (the proposal strategy's)
+    gepa: GepaState = field(default_factory=GepaState)  # the iteration log, checkpointed
+    lock: asyncio.Lock = field(
+        default_factory=asyncio.Lock
+    )  # held by whoever changes the run state
     accepting: asyncio.Lock = field(default_factory=asyncio.Lock)  # one child accepted at a time
     written: asyncio.Condition = field(default_factory=asyncio.Condition)  # a reflection ended
     stopped: asyncio.Event = field(default_factory=asyncio.Event)  # set with ``stop``
@@ -39,30 +41,15 @@ class SearchContext:
     # The baseline's train seeds still being scored: the search started on its first round.
     unscored: frozenset[str] = frozenset()
 
-    @classmethod
-    def of(cls, deps: SearchDeps) -> SearchContext:
-        """A fresh context for a search over ``deps``."""
-        state = deps.state
-        sampler = MinibatchSampler(
-            state.train_seeds, deps.config.minibatch_size, deps.rng, skip=state.set_aside
-        )
-        return cls(deps=deps, sampler=sampler)
-
-    @property
-    def in_flight(self) -> int:
-        """How many proposals are written at once (``--proposals-in-flight``)."""
-        return self.deps.config.proposals_in_flight or 1
-
-    def halt(self, reason: str, *, solved: bool = False) -> None:
-        """Stop the search (the first reason wins); reflections still pending are dropped.
-
-        ``solved``: a candidate scored full marks on every train seed, so the children still
-        waiting to be accepted are dropped too (none of them can beat it).
-        """
+    def halt(self, reason: str) -> None:
+        """Stop the search (the first reason wins); reflections still pending are dropped."""
         if self.stop is None:
             self.stop = reason
-        self.solved = self.solved or solved
         self.stopped.set()
+
+    async def checkpoint(self) -> None:
+        """Store the run state, GEPA's iteration log with it."""
+        await self.deps.checkpoint()
 
     async def notify_written(self) -> None:
         """Wake whoever waits for a reflection call to end (``written``)."""

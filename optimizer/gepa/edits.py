@@ -13,10 +13,10 @@ def adds_words(parent: CandidateRecord, child: CandidateRecord) -> bool:
     """Whether ``child``'s edit adds a word ``parent`` lacks (counting repeats; case aside).
 
     An edit that only deletes or reorders words (a dropped rule, a garbled one) cannot add
-    what another writer's edit needs; in a stack it can only break seeds, and finding that
-    takes a round of rollouts and a restack while every writer waits. Such a child is left
+    what another proposal's edit needs; in a stack it can only break seeds, and finding
+    that takes a round of rollouts and a restack while every proposal waits. Such a child is left
     out of the stacks (``_replay_on``) and dropped when written with children that add
-    something (``Acceptance``); written alone it is gated, as a deletion may still fix
+    something (``AcceptancePipeline``); written alone it is gated, as a deletion may still fix
     something (a rule that misled the student).
     """
     for name, text in child.components.items():

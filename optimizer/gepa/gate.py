@@ -1,11 +1,12 @@
-"""The gate: does a child earn a full train evaluation?
+"""The minibatch gate: does a child earn a full train evaluation?
 
-A child must beat its best parent strictly on a minibatch (``passes_gate``, pure); one whose
-total equals its parent's (``level``: the same seeds, or one seed gained and another lost) is
-scored on more of the failures its proposal was shown (``Gate.extend``) until it is better or
-worse. A stack of several writers' edits is judged on the whole train split at once
-(``Gate.on_train``). A text that failed its gate may be gated again when a proposal writes it
-again (``Gate.regatable``).
+A child is scored on its minibatch beside its parent(s), and the acceptance criterion
+(:mod:`optimizer.gepa.strategies.acceptance`) judges it. While the criterion is undecided (a
+tie under the strict rule: the same seeds, or one seed gained and another lost) both are
+scored on more of the failures its proposal was shown (``MinibatchGate.extend``) until it
+decides. A stack of several children's edits is judged on the whole train split at once
+(``MinibatchGate.on_train``). A text that failed its gate may be gated again when a proposal
+writes it again (``MinibatchGate.is_regatable``).
 """
 
 from __future__ import annotations
@@ -14,62 +15,20 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from optimizer.gepa.context import SearchContext
-from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.gepa.strategies.acceptance import (
+    ACCEPT,
+    UNDECIDED,
+    AcceptanceCriterion,
+    total,
+)
 from optimizer.runtime.search.deps import score_on_train
+from optimizer.runtime.rollouts.records import SeedResult
 from schemas import BudgetExhausted, CandidateRecord
 
-__all__ = ["MAX_REGATES", "Gate", "gate_total", "level", "passes_gate"]
+__all__ = ["MAX_REGATES", "MinibatchGate"]
 
 # A text written again after it failed its gate is gated again this many times at most.
 MAX_REGATES = 2
-
-
-def gate_total(scores: Mapping[str, float | None], seeds: Sequence[str]) -> float:
-    """Sum of rewards over ``seeds``; errored seeds (``None``/missing) add nothing."""
-    return sum(v for s in seeds if (v := scores.get(s)) is not None)
-
-
-def _margin(
-    parents: Sequence[Mapping[str, float | None]],
-    child: Mapping[str, float | None],
-    seeds: Sequence[str],
-) -> float | None:
-    """The child's total minus its best parent's over the seeds all of them scored (``None``
-    when there are none): seeds where one errored are left out, so an infrastructure fault
-    can neither pass nor fail a child on its own."""
-    usable = [
-        s for s in seeds if child.get(s) is not None and all(p.get(s) is not None for p in parents)
-    ]
-    if not usable:
-        return None
-    return gate_total(child, usable) - max(gate_total(p, usable) for p in parents)
-
-
-def passes_gate(
-    parents: Sequence[Mapping[str, float | None]],
-    child: Mapping[str, float | None],
-    seeds: Sequence[str],
-) -> bool:
-    """A child must beat its best parent strictly (a merge that only ties its parents adds
-    nothing but a full train evaluation), on the seeds both scored (``_margin``)."""
-    margin = _margin(parents, child, seeds)
-    return margin is not None and margin > 0
-
-
-def level(
-    parents: Sequence[Mapping[str, float | None]],
-    child: Mapping[str, float | None],
-    seeds: Sequence[str],
-) -> bool:
-    """The child's total equals its best parent's on the seeds both scored: no signal.
-
-    Either it scored like the parent seed for seed (it may have fixed a failure shown outside
-    the minibatch), or it gained some seeds and lost as many: a fix whose noisy student
-    slipped on a seed the parent passed, or an edit that trades one rule's seeds for a
-    look-alike's. Neither says it is worse. With no seed both scored, nothing says either.
-    """
-    margin = _margin(parents, child, seeds)
-    return margin is None or abs(margin) < 1e-9
 
 
 def _rewards(results: Mapping[str, SeedResult]) -> dict[str, float | None]:
@@ -80,15 +39,23 @@ def _scored(results: Mapping[str, SeedResult]) -> dict[str, float]:
     return {s: r.reward for s, r in results.items() if r.reward is not None}
 
 
-class Gate:
-    """Gates children through the run's queue and records each verdict in the state."""
+class MinibatchGate:
+    """Gates children through the run's queue and records each verdict in the state.
 
-    def __init__(self, ctx: SearchContext) -> None:
+    ``judges_ahead``: the gate also judges on the seeds that fill its round of rollouts (one
+    proposal at a time); otherwise they are only scored ahead, on idle slots.
+    """
+
+    def __init__(
+        self, ctx: SearchContext, criterion: AcceptanceCriterion, *, judges_ahead: bool
+    ) -> None:
         self._ctx = ctx
+        self._criterion = criterion
+        self._judges_ahead = judges_ahead
         self._gating: set[str] = set()  # candidates being gated or scored right now
         self._gates: Counter[str] = Counter()  # gates each candidate went through
 
-    def regatable(self, candidate_id: str) -> bool:
+    def is_regatable(self, candidate_id: str) -> bool:
         """A child that failed its gate and is not being evaluated: it may be tried again.
 
         Proposers often write the same text again from another minibatch; a child rejected on
@@ -101,7 +68,7 @@ class Gate:
             and candidate_id in s.minibatch
             and candidate_id not in s.train
             and candidate_id not in s.partial
-            and candidate_id not in s.promising
+            and candidate_id not in s.contenders
             and candidate_id not in self._gating
         )
 
@@ -115,18 +82,16 @@ class Gate:
         parent_mb: Mapping[str, SeedResult] | None = None,
         extension: Sequence[str] = (),
     ) -> bool:
-        """Score ``child`` on ``seeds`` against its parent(s); whether it beat them strictly.
+        """Score ``child`` on ``seeds`` against its parent(s); whether the criterion accepts it.
 
-        A child whose minibatch total equals its parent's (``level``) is then scored on the
-        other failures its proposer was shown (``extension``) too, a minibatch at a time,
-        until it is better or worse overall.
-        Its rollouts are reused by its full train evaluation if it passes.
+        While the criterion is undecided, both are scored on the other failures its proposal
+        was shown (``extension``) too, a minibatch at a time. The child's rollouts are reused
+        by its full train evaluation if it passes.
         """
         d = self._ctx.deps
         parent_ids = (parent,) if isinstance(parent, str) else parent
         ahead = self._ahead(seeds, extension)
-        # One writer: the gate judges on the seeds ahead too. Several: they only fill its round.
-        more, prefetch = (ahead, []) if self._ctx.in_flight == 1 else ([], ahead)
+        more, prefetch = (ahead, []) if self._judges_ahead else ([], ahead)
         seeds = seeds + more
         results: list[Mapping[str, SeedResult]] = [
             {**parent_mb, **await d.queue.evaluate(p, d.state.candidates[p].components, more)}
@@ -154,7 +119,8 @@ class Gate:
             seeds, child_res = await self.extend(
                 child, parent_ids, results, first, seeds, extension
             )
-            accepted = passes_gate([_rewards(r) for r in results], _rewards(child_res), seeds)
+            parents = [_rewards(r) for r in results]
+            accepted = self._criterion.judge(parents, _rewards(child_res), seeds) == ACCEPT
             await self._record(iteration, child, parent_ids, results, child_res, seeds, accepted)
         finally:
             self._gating.discard(child.candidate_id)
@@ -170,13 +136,13 @@ class Gate:
         fewer for its full train evaluation. The parent's are cached.
 
         With several in flight, only the slots no other rollout holds or waits for are filled
-        (a wave's one child is gated while the other writers wait for it), and the gate still
+        (a wave's one child is gated while the other proposals wait for it), and the gate still
         judges on its minibatch alone: the seeds ahead only save the round, so its decisions
         are those of a minibatch gate.
         """
         d = self._ctx.deps
         spare = d.config.concurrency - len(seeds)
-        if self._ctx.in_flight > 1:
+        if not self._judges_ahead:
             spare = min(spare, d.queue.idle_slots() - len(seeds))
         room = d.budget.search_room()
         if room is not None:
@@ -195,8 +161,8 @@ class Gate:
         seeds: list[str],
         extension: Sequence[str],
     ) -> tuple[list[str], Mapping[str, SeedResult]]:
-        """While the child's total is level with its parent's, score both on more ``extension``
-        seeds.
+        """While the criterion is undecided, score the child and its parents on more
+        ``extension`` seeds.
 
         Updates ``results`` (the parents' rollouts) in place; the parents' are cached when
         they were fully evaluated, so only the child's rollouts are paid.
@@ -205,7 +171,7 @@ class Gate:
         step = max(1, len(seeds))
         for at in range(0, len(extension), step):
             parents = [_rewards(r) for r in results]
-            if not level(parents, _rewards(child_res), seeds):  # better or worse: decided
+            if self._criterion.judge(parents, _rewards(child_res), seeds) != UNDECIDED:
                 break
             chunk = [s for s in extension[at : at + step] if s not in seeds]
             for i, p in enumerate(parent_ids):
@@ -233,8 +199,8 @@ class Gate:
                 "iteration": iteration,
                 "candidate_id": child.candidate_id,
                 "parent": parent_ids[0] if len(parent_ids) == 1 else list(parent_ids),
-                "parent_score": max(gate_total(_rewards(r), seeds) for r in results),
-                "child_score": gate_total(_rewards(child_res), seeds),
+                "parent_score": max(total(_rewards(r), seeds) for r in results),
+                "child_score": total(_rewards(child_res), seeds),
                 "minibatch": seeds,
                 "accepted": accepted,
             },
@@ -242,7 +208,7 @@ class Gate:
         async with self._ctx.lock:
             d.state.minibatch.setdefault(child.candidate_id, {}).update(_scored(child_res))
             if accepted:
-                d.state.promising.add(child.candidate_id)
+                d.state.contenders.add(child.candidate_id)
                 d.refresh_reserve()
 
     async def breaks(self, record: CandidateRecord, base: str) -> list[str]:
@@ -281,11 +247,11 @@ class Gate:
     async def on_train(self, iteration: int, record: CandidateRecord, base: str) -> bool:
         """Score a stack on every train seed at once; whether it beats ``base`` there.
 
-        A stack carries several writers' fixes and nearly always earns its train evaluation,
+        A stack carries several proposals' fixes and nearly always earns its train evaluation,
         so it skips the minibatch gate: the full evaluation takes as many rounds of rollouts
         as a gate and the rest of the train split would (fewer when the gate would extend),
         and it decides on every seed, which a noisy student needs (a few seeds can hide
-        several fixes). What happens to one that is no better: ``Acceptance.stack``.
+        several fixes). What happens to one that is no better: ``Stacking.stack``.
         """
         d, cid = self._ctx.deps, record.candidate_id
         self._gating.add(cid)
@@ -296,21 +262,21 @@ class Gate:
             self._gating.discard(cid)
         scores, parent = d.state.train.get(cid, {}), d.state.train.get(base, {})
         seeds = [s for s in d.state.train_seeds if s in scores and s in parent]
-        accepted = passes_gate([parent], scores, seeds)
+        accepted = self._criterion.judge([parent], scores, seeds) == ACCEPT
         await d.events.emit(
             "gate",
             {
                 "iteration": iteration,
                 "candidate_id": cid,
                 "parent": base,
-                "parent_score": gate_total(parent, seeds),
-                "child_score": gate_total(scores, seeds),
+                "parent_score": total(parent, seeds),
+                "child_score": total(scores, seeds),
                 "minibatch": seeds,
                 "accepted": accepted,
             },
         )
         if accepted:
             async with self._ctx.lock:
-                d.state.promising.add(cid)
+                d.state.contenders.add(cid)
                 d.refresh_reserve()
         return accepted

@@ -1,16 +1,32 @@
-"""GEPA as a :class:`~optimizer.runtime.search.strategy.SearchMethod` (``--method gepa``)."""
+"""GEPA as a :class:`~optimizer.runtime.search.strategy.SearchMethod` (``--method gepa``).
+
+``GepaMethod()`` runs with the parts the run's config names; ``GepaMethod(candidate_selector=
+MySelector(), ...)`` with your own (see :class:`optimizer.gepa.strategies.GepaParts`)::
+
+    from optimizer import run_optimization
+    from optimizer.gepa import GepaMethod
+
+    result = await run_optimization(config, method=GepaMethod(candidate_selector=MySelector()))
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from optimizer.gepa.ledger import failure_kind
 from optimizer.gepa.search import GepaSearch
-from optimizer.gepa.showing import failure_kind
 from optimizer.gepa.smoke import smoke_proposal
-from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.gepa.strategies import GepaParts, strategies_for
+from optimizer.gepa.strategies.acceptance import AcceptanceCriterion
+from optimizer.gepa.strategies.candidate_selector import CandidateSelector
+from optimizer.gepa.strategies.component_selector import ComponentSelector
+from optimizer.gepa.strategies.merge import MergeStrategy
+from optimizer.gepa.strategies.stop_condition import StopCondition
 from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.search.state import SearchState
+from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.strategy import SearchStart
 from schemas import RunConfig
 
@@ -20,16 +36,36 @@ __all__ = ["GepaMethod"]
 class GepaMethod:
     """Reflective mutations and merges over the Pareto frontier (:class:`GepaSearch`)."""
 
+    def __init__(
+        self,
+        *,
+        candidate_selector: CandidateSelector | None = None,
+        component_selector: ComponentSelector | None = None,
+        acceptance: AcceptanceCriterion | None = None,
+        merge: MergeStrategy | None = None,
+        stop_conditions: Sequence[StopCondition] = (),
+        parts: GepaParts | None = None,
+    ) -> None:
+        given = parts or GepaParts()
+        self.parts = replace(
+            given,
+            candidate_selector=candidate_selector or given.candidate_selector,
+            component_selector=component_selector or given.component_selector,
+            acceptance=acceptance or given.acceptance,
+            merge=merge or given.merge,
+            stop_conditions=(*given.stop_conditions, *stop_conditions),
+        )
+
     def prepare(self, config: RunConfig) -> None:
         """Nothing to check: GEPA needs only the core dependencies."""
 
     def starts_on_first_round(
         self, config: RunConfig, first_round: Mapping[str, SeedResult]
     ) -> bool:
-        """When the round shows a kind of failure for every writer: the writers split the
-        kinds (``Showing``), so each is shown one of its own; no child is judged before the
-        rest is in (``GepaSearch``). With fewer, some would be shown the same failures and
-        write the same fix."""
+        """When the round shows a kind of failure for every proposal in flight: they split the
+        kinds, so each is shown one of its own; no child is judged before the rest is in
+        (``GepaSearch``). With fewer, some would be shown the same failures and write the
+        same fix."""
         kinds = {
             failure_kind(r.seed, r.record.feedback or "")
             for r in first_round.values()
@@ -39,7 +75,7 @@ class GepaMethod:
 
     def build(self, deps: SearchDeps, start: SearchStart) -> GepaSearch:
         """The search; it starts from the frontier the baseline's train scores made."""
-        return GepaSearch(deps, start.scoring)
+        return GepaSearch(deps, strategies_for(deps, self.parts), start.scoring)
 
     async def without_search(self, deps: SearchDeps, start: SearchStart) -> str:
         """One smoke proposal from the baseline's train rollouts, when there are any."""

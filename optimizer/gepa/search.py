@@ -1,27 +1,21 @@
-"""The GEPA search loop: sample a parent, show it failures, reflect, gate, keep the frontier.
+"""The GEPA search loop: select a parent, sample a batch, reflect, accept, until a stop condition.
 
-One iteration, as in DESIGN.md's loop:
+One iteration, in the paper's words, each step a named part (:mod:`optimizer.gepa.strategies`):
 
-    parent   = a frontier member, weighted by the train seeds it wins, one with failures
-               nobody was shown first (``_parent``), or a sideways child to build on
-               (``Acceptance.next_follow_up``), or, after an accepted child, a merge (``Merges``)
-    shown    = a minibatch (half the parent's failures) and other failures (``Showing``)
-    child    = the proposer's edit of the parent, stored (``Candidates``)
-    accepted = the child beats its parent strictly on the minibatch (``Gate``), stacked with
-               its siblings or rebased on a new best first (``Acceptance``), then scored on
-               every train seed; the frontier is rebuilt (``score_on_train``)
+    parent   = a merge the merge strategy says is due, or a lateral child to build on next
+               (``LateralFollowUps``), or the candidate selector's choice
+    batch    = the batch sampler's minibatch and context for the parent
+    child    = the reflective mutation: the proposer edits the components the component
+               selector names, shown the parent's failures and feedback (``Candidates``)
+    accepted = the acceptance pipeline: gated with the acceptance criterion on the minibatch,
+               then scored on every train seed (``AcceptancePipeline``); the frontier is rebuilt
 
-``proposals_in_flight`` workers run this loop and share one queue, one budget and one
-frontier; every read-modify-write of the shared state happens under one lock, so with one
-worker the loop is strictly sequential and deterministic for a given seed. Each
-iteration's proposal is logged in the run state, so a resumed run replays earlier iterations
-from the workspace (cached rollouts, stored candidates) and pays for nothing twice.
-
-The search stops on its budget, on full marks, after ``patience`` proposals found nothing
-better, after ``max_idle_iterations`` made no candidate, when every failure of every
-frontier member was shown and nothing new came of it (``CONVERGED``), or when every failure
-of the best (and of the members that tie it) was shown and the model found nothing more to
-change while the other members score below it (``NOTHING_TO_FIX``).
+The proposal strategy runs ``in_flight`` workers of this loop over one queue, one budget and
+one frontier; every read-modify-write of the shared state happens under one lock, so with one
+worker the loop is strictly sequential and deterministic for a given seed. Each iteration's
+outcome is logged (:mod:`optimizer.gepa.state`), so a resumed run replays earlier iterations
+from the workspace (cached rollouts, stored candidates) and pays for nothing twice. The stop
+conditions (:mod:`optimizer.gepa.strategies.stop_condition`) end it.
 """
 
 from __future__ import annotations
@@ -30,82 +24,102 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 
-from optimizer.gepa.acceptance import TOGETHER_S, Acceptance, Waiting, gather_deadline
 from optimizer.gepa.candidates import Candidates
 from optimizer.gepa.context import SearchContext
 from optimizer.gepa.edits import adds_words
-from optimizer.gepa.gate import Gate
-from optimizer.gepa.merges import Merges
-from optimizer.gepa.parents import sample_parent
-from optimizer.gepa.showing import Showing, Shown, evaluations_of
-from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.gepa.followups import LateralFollowUps
+from optimizer.gepa.gate import MinibatchGate
+from optimizer.gepa.ledger import FailureLedger, Shown, evaluations_of
+from optimizer.gepa.merging import Merging
+from optimizer.gepa.pipeline import TOGETHER_S, AcceptancePipeline, gather_deadline
+from optimizer.gepa.rebase import Rebaser
+from optimizer.gepa.stacking import Stacking
+from optimizer.gepa.state import GepaState
+from optimizer.gepa.stopping import Stopping
+from optimizer.gepa.strategies import GepaStrategies
+from optimizer.gepa.strategies.batch_sampler import request_for
+from optimizer.gepa.strategies.candidate_selector import SelectionView
+from optimizer.gepa.strategies.stop_condition import SignalStopper
+from optimizer.gepa.train_stage import TrainStage
+from optimizer.gepa.waiting import Waiting, WaitingRoom
 from optimizer.runtime.search.baseline import BaselineScores
 from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.rollouts.records import SeedResult
 from proposer import ProposalRequest
 from schemas import BudgetExhausted
 
-__all__ = ["CONVERGED", "NOTHING_TO_FIX", "GepaSearch", "evaluations_of"]
-
-CONVERGED = (
-    "nothing left to show: every failure of every frontier candidate was shown to the "
-    "reflection model, which proposed nothing new for the candidates not built on since"
-)
-
-
-NOTHING_TO_FIX = (
-    "nothing to fix in the best: every failure of {best} (and of the candidates that tie it) "
-    "was shown to the reflection model, which found nothing more to change, and every other "
-    "frontier candidate scores below it on train"
-)
+__all__ = ["GepaSearch"]
 
 
 class GepaSearch:
-    """Runs iterations until a budget is reached or the search goes idle."""
+    """Runs iterations until a stop condition ends the search."""
 
-    def __init__(self, deps: SearchDeps, scoring: BaselineScores | None = None) -> None:
-        self._ctx = ctx = SearchContext.of(deps)
+    def __init__(
+        self, deps: SearchDeps, strategies: GepaStrategies, scoring: BaselineScores | None = None
+    ) -> None:
         self._d = deps
+        self._s = strategies
+        self._ctx = ctx = SearchContext(
+            deps, in_flight=strategies.proposal.in_flight, gepa=GepaState.within(deps.state.extra)
+        )
         self._scoring = scoring  # the baseline's train rest, while it is scored
         self._scored: asyncio.Task[None] | None = None  # its end, as this search takes it in
         if scoring is not None:
             ctx.unscored = scoring.unscored
-        self._showing = Showing(ctx)
-        self._gate = Gate(ctx)
-        self._candidates = Candidates(ctx, self._gate, self._showing)
-        self._acceptance = Acceptance(ctx, self._gate, self._candidates, self._showing)
-        self.merges = Merges(ctx, self._gate, self._candidates, self._acceptance)
+        self._stopping = Stopping(ctx, strategies.stop)
+        self._ledger = FailureLedger(ctx)
+        gate = MinibatchGate(
+            ctx, strategies.acceptance, judges_ahead=strategies.proposal.judges_on_seeds_ahead
+        )
+        self._candidates = Candidates(ctx, gate, self._ledger, self._stopping)
+        self._followups = LateralFollowUps(ctx)
+        train = TrainStage(ctx, self._stopping, self._followups)
+        room = WaitingRoom(ctx)
+        stacking = Stacking(ctx, room, gate, self._candidates, train, self._followups)
+        rebaser = Rebaser(ctx, self._candidates, self._ledger, strategies.batch_sampler)
+        self._pipeline = AcceptancePipeline(
+            ctx, room, self._ledger, self._candidates, gate, stacking, rebaser, train
+        )
+        self.merging = Merging(
+            ctx, strategies.merge, strategies.batch_sampler, gate, self._candidates, train
+        )
+        self._train = train
         self._iteration = 0
-        self._idle = 0  # iterations in a row that made no candidate
-        self._best_mean: float | None = None  # the best train mean when last improved
-        self._since_better = 0  # proposals written since then (``_count_toward_patience``)
         self._open: dict[int, float] = {}  # iteration -> when shown, until its answer is in
 
     @property
     def stop_reason(self) -> str | None:
-        """Why the search ended (budget, idle)."""
+        """Why the search ended."""
         return self._ctx.stop
 
     async def run(self) -> str:
         """Search until stopped; returns the reason."""
+        signals = [c for c in _conditions(self._s.stop) if isinstance(c, SignalStopper)]
+        for stopper in signals:
+            stopper.install()
+        await self._d.events.emit("strategies", self._s.names())
         if self._scoring is not None:
             self._scored = asyncio.create_task(self._take_in_baseline(self._scoring))
+        self._stopping.progress.started = time.monotonic()
+        self._stopping.baseline_in()
+        polling = asyncio.create_task(self._stopping.poll())
         workers = [asyncio.create_task(self._worker()) for _ in range(self._ctx.in_flight)]
-        best = self._d.state.best()
-        self._best_mean = best[1] if best else None
-        pending = self._acceptance.pending
+        pending = self._pipeline.pending
         try:
             await self._unless_baseline_fails(asyncio.gather(*workers))
             # children still being accepted in the background, unless nothing can beat the best
             while pending and not self._ctx.solved:
                 await asyncio.gather(*list(pending))
         finally:
-            for task in [*workers, *pending, *([self._scored] if self._scored else [])]:
+            for task in [polling, *workers, *pending, *([self._scored] if self._scored else [])]:
                 task.cancel()
+            for stopper in signals:
+                stopper.uninstall()
         return self._ctx.stop or "stopped"
 
     async def _unless_baseline_fails(self, work: asyncio.Future[list[None]]) -> None:
         """Until ``work`` is done; a failure of the baseline's rest (its error rate passed
-        the limit, say) ends the search at once with that error, though no writer is back
+        the limit, say) ends the search at once with that error, though no worker is back
         yet to wait for it."""
         scored = self._scored
         if scored is not None:
@@ -120,14 +134,13 @@ class GepaSearch:
 
     async def _take_in_baseline(self, scoring: BaselineScores) -> None:
         """Once the baseline's whole train split is scored: its failures are grouped again
-        (the first writers saw its first round's), every train seed may be a passing seed of
-        a minibatch, and patience counts from its full mean."""
+        (the first proposals saw its first round's), every train seed may be a passing seed
+        of a minibatch, and the counts toward the stop conditions start from its full mean."""
         await scoring.finish()
         async with self._ctx.lock:
             self._ctx.unscored = frozenset()
-            await self._showing.relearn_kinds(scoring.candidate_id)
-            best = self._d.state.best()
-            self._best_mean = best[1] if best else None
+            await self._ledger.relearn_kinds(scoring.candidate_id)
+            self._stopping.baseline_in()
 
     async def _baseline_in(self) -> None:
         """Until the baseline's whole train split is scored and taken in: a child is judged
@@ -136,163 +149,150 @@ class GepaSearch:
             await asyncio.shield(self._scored)
 
     async def _worker(self) -> None:
-        while self._ctx.stop is None:
+        ctx, stopping = self._ctx, self._stopping
+        while ctx.stop is None:
             try:
                 made = await self._step()
                 if made is None:  # it only waited
                     continue
-                self._count_toward_patience()
-                if not made and self._acceptance.pending:
+                stopping.proposal_written()
+                if not made and self._pipeline.pending:
                     continue  # repeated a fix still being accepted: the search is not stuck
-                self._idle = 0 if made else self._idle + 1
-                if self._idle >= self._d.config.max_idle_iterations:
-                    self._ctx.halt(
-                        f"no new candidate in {self._idle} iterations in a row "
-                        "(proposals rejected, duplicates, or parents already perfect)"
-                    )
+                stopping.iteration_ended(made)
             except BudgetExhausted as exc:
-                self._ctx.halt(str(exc))
-
-    def _count_toward_patience(self) -> None:
-        """One more proposal written; stop after ``patience`` in a row found nothing better.
-
-        Counted when a proposal is written, reset when the best train mean rises (a child
-        accepted in the background counts for the proposals written meanwhile). A search
-        whose best has stopped moving would otherwise spend the rest of its budget on
-        reflections and gates that change nothing.
-        """
-        best = self._d.state.best()
-        mean = best[1] if best else None
-        if mean is not None and (self._best_mean is None or mean > self._best_mean):
-            self._best_mean, self._since_better = mean, 0
-            return
-        self._since_better += 1
-        patience = self._d.config.patience
-        if patience and self._since_better >= patience:
-            self._ctx.halt(
-                f"no better candidate in the last {self._since_better} proposals "
-                f"(--patience {patience}; the best train mean stayed {self._best_mean:.3f})"
-            )
+                ctx.halt(str(exc))
 
     async def _step(self) -> bool | None:
         """One iteration; True when it produced a new candidate, None when it only waited.
 
         A step that only waits takes no iteration number and no minibatch: how often a
-        writer woke while others wrote (a matter of timing) does not move the rotation.
+        worker woke while others wrote (a matter of timing) does not move the rotation.
         """
-        self._check_room()
+        if self._budget_spent():
+            return None
         await self._settle_if_final()
+        ctx, d = self._ctx, self._d
         parent_id: str | None = None
-        async with self._ctx.lock:
-            pair = self.merges.due()
+        async with ctx.lock:
+            pair = self.merging.due(d.rng)
             follow = None
             if pair is None:
-                follow = self._acceptance.next_follow_up()
+                follow = self._followups.next()
                 parent_id, broken = follow if follow else (self._parent(), [])
             if pair is not None or parent_id is not None:
                 self._iteration += 1
                 iteration = self._iteration
-                minibatch = self._ctx.sampler.next()
-                best_at_start = self._ctx.best_id()
+                rotation = self._s.batch_sampler.next_rotation()
+                best_at_start = ctx.best_id()
         if pair is not None:
-            return await self.merges.merge(iteration, pair)
+            return await self.merging.merge(iteration, pair)
         if parent_id is None:  # nothing new to show yet: wait for news (at once if halted)
             await self._news()
             return None
-        made = await self._mutate(iteration, parent_id, minibatch, best_at_start, broken)
-        if made is None and follow:  # it only waited: the turn is the next writer's
-            self._acceptance.give_back(parent_id, broken)
+        made = await self._mutate(iteration, parent_id, rotation, best_at_start, broken)
+        if made is None and follow:  # it only waited: the turn is the next worker's
+            self._followups.give_back(parent_id, broken)
         return made
 
-    def _check_room(self) -> None:
-        """Raise ``BudgetExhausted`` when the budget left could not score a new child past its
+    def _budget_spent(self) -> bool:
+        """Whether the budget allows no new iteration (the stop conditions are told why).
+
+        No reflection is asked when the budget left could not score a new child past its
         gate: its minibatch would take every call left, so the reflection would buy nothing
-        but a gate (the last reflection of a run; 4.3 s of a 66 s race run with one in
-        flight)."""
+        but a gate.
+        """
         d = self._d
-        d.budget.check_search()
+        try:
+            d.budget.check_search()
+        except BudgetExhausted as exc:
+            self._stopping.budget_spent(str(exc))
+            return True
         room = d.budget.search_room()
-        gate = self._ctx.sampler.size
+        gate = self._s.batch_sampler.size
         if room is not None and room <= gate:
-            raise BudgetExhausted(
+            self._stopping.budget_spent(
                 f"metric-call budget reached: {room} left for search, no more than a new "
                 f"child's gate of {gate} rollouts ({d.budget.paid} paid of {d.budget.max_calls})"
             )
+            return True
+        return False
 
     async def _settle_if_final(self) -> None:
-        """With one proposal in flight, tell the run how many train seeds a new child could
+        """With one proposal at a time, tell the run how many train seeds a new child could
         still be scored on when the budget left is less than the train split: if too few for
         it to be chosen, the winner is settled, its holdout evaluation starts, and the search
         stops (``SearchDeps.measure_if_settled``): a last proposal could not change the winner,
-        only take a reflection's time and the budget's tail (4.6 s of a 60 s race run). With
-        several in flight, children already gated may still take the best's place, so nothing
-        is settled.
+        only take a reflection's time and the budget's tail. With several in flight, children
+        already gated may still take the best's place, so nothing is settled.
         """
         d = self._d
         room = d.budget.search_room()
-        if self._ctx.in_flight == 1 and room is not None and room < len(d.state.train_seeds):
+        if (
+            self._s.proposal.settles_final_winner
+            and room is not None
+            and room < len(d.state.train_seeds)
+        ):
             settled = await d.measure_if_settled(room)
             if settled is not None:
                 raise BudgetExhausted(f"metric-call budget: {settled}")
 
     def _parent(self) -> str | None:
-        """A frontier member to propose on (``sample_parent``), one with failures nobody was
-        shown first; ``None`` when every member's failures were all shown, or nothing is
-        left to fix in the best (``_nothing_to_fix``).
+        """The candidate selector's choice among the fully evaluated candidates; ``None``
+        when every frontier member's failures were all shown, or nothing is left to fix in
+        the best (``_is_nothing_to_fix``).
 
         Then what is being written or accepted may bring new failures (the caller waits for
-        it); with nothing in flight the search halts when every member is spent
-        (``Showing.spent``), else a new round starts on the others (their failures may be
-        shown once more).
-
-        A best nobody was shown yet in this round goes before the drawn member; the draw is
-        made all the same, so that the rng, and every later choice, are those of a run where
-        the best was drawn.
+        it); with nothing in flight the search stops when every member is retired
+        (``FailureLedger.retired``), else a new round starts on the others (their failures
+        may be shown once more).
         """
-        showing, frontier = self._showing, self._d.state.frontier
-        members, exhausted = set(frontier.wins()), showing.exhausted()
-        if self._nothing_to_fix(members):
+        ledger, state = self._ledger, self._d.state
+        frontier = state.frontier
+        members, exhausted = set(frontier.wins()), ledger.exhausted()
+        if self._is_nothing_to_fix(members):
             return None
         if members <= exhausted:
-            if showing.writers or self._acceptance.pending:
+            if ledger.open_proposals or self._pipeline.pending:
                 return None
-            spent = showing.spent(members)
-            if members <= spent:
-                self._ctx.halt(CONVERGED)
+            retired = ledger.retired(members)
+            if members <= retired:
+                self._stopping.converged()
                 return None
-            showing.new_round(members - spent)
-            exhausted = showing.exhausted()
-        drawn = sample_parent(frontier, self._d.rng, showing.repeats, exhausted=exhausted)
-        best = self._ctx.best_id()
-        if best in members and best not in exhausted and showing.unasked(best):
-            return best
-        return drawn
+            ledger.new_round(members - retired)
+            exhausted = ledger.exhausted()
+        view = SelectionView(
+            frontier=frontier,
+            ranked=tuple(state.ranked()),
+            exhausted=frozenset(exhausted),
+            unasked=frozenset(m for m in members if ledger.is_unasked(m)),
+            repeats=ledger.repeats,
+        )
+        return self._s.candidate_selector.select(view, self._d.rng)
 
-    def _nothing_to_fix(self, members: set[str]) -> bool:
-        """True when the reflection model found nothing to fix in the best and in the
-        members that tie it (``Showing.found_nothing``), and every other frontier member
-        scores below them on train: no proposal starts, and the search halts once nothing
-        is being written or accepted (what comes may still change the best).
+    def _is_nothing_to_fix(self, members: set[str]) -> bool:
+        """Whether the reflection model found nothing to fix in the best and in the members
+        that tie it (``FailureLedger.nothing_to_fix_in``), and every other frontier member
+        scores below them on train: no proposal starts, and the search stops once nothing is
+        being written or accepted (what comes may still change the best).
 
         Those members win their seeds from a weaker text: by noise (a student that is right
         only most of the time), or by an edit that broke more than it fixed. Proposals on
-        them would chase those seeds while the best stays where it is; a writer freed while
+        them would chase those seeds while the best stays where it is; a worker freed while
         another still writes waits for it rather than start one. A member that ties the best
         keeps the search going (two look-alike rules trading seeds) until nothing was found
-        to fix in it either, or it was built on and its child that ties found nothing (the
-        fix the best's failures asked for, which tied it by noise).
+        to fix in it either, or it was built on and its child that ties found nothing.
         """
         state, ranked = self._d.state, self._d.state.best()
         if ranked is None:
             return False
         best, top = ranked
-        if not members - {best}:  # alone: ``CONVERGED`` says it
+        if not members - {best}:  # alone: the converged rule says it
             return False
         tops = {best} | {m for m in members if (state.train_mean(m) or 0.0) >= top}
-        if not self._showing.found_nothing(tops):
+        if not self._ledger.nothing_to_fix_in(tops):
             return False
-        if not (self._showing.writers or self._acceptance.pending):
-            self._ctx.halt(NOTHING_TO_FIX.format(best=best))
+        if not (self._ledger.open_proposals or self._pipeline.pending):
+            self._stopping.nothing_to_fix(best)
         return True
 
     async def _news(self) -> None:
@@ -306,7 +306,7 @@ class GepaSearch:
         waiters = [asyncio.create_task(written()), asyncio.create_task(ctx.stopped.wait())]
         try:
             await asyncio.wait(
-                [*waiters, *self._acceptance.pending], return_when=asyncio.FIRST_COMPLETED
+                [*waiters, *self._pipeline.pending], return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             for task in waiters:
@@ -320,10 +320,13 @@ class GepaSearch:
         best_at_start: str | None,
         broken: Sequence[str] = (),
     ) -> bool | None:
-        await self._showing.learn_kinds(parent_id)
-        pending = self._acceptance.pending
-        async with self._ctx.lock:
-            shown = self._showing.choose(parent_id, rotation, broken, accepting=bool(pending))
+        ctx, ledger = self._ctx, self._ledger
+        await ledger.learn_kinds(parent_id)
+        pending = self._pipeline.pending
+        async with ctx.lock:
+            request = request_for(ctx, parent_id, rotation, broken)
+            batch = self._s.batch_sampler.sample(request, ledger, self._d.rng)
+            shown = ledger.take(parent_id, batch.minibatch, batch.context, accepting=bool(pending))
         if shown is None:  # what it would be shown is being fixed: wait for the new best
             await asyncio.wait(set(pending), return_when=asyncio.FIRST_COMPLETED)
             return None
@@ -332,8 +335,8 @@ class GepaSearch:
             made = await self._reflect(iteration, shown, best_at_start)
         finally:
             del self._open[iteration]
-            self._showing.done(iteration, shown)
-            await self._ctx.notify_written()
+            ledger.release(iteration, shown)
+            await ctx.notify_written()
         if not made:
             await self._with_siblings(began)
         return made
@@ -341,19 +344,14 @@ class GepaSearch:
     async def _with_siblings(self, began: float) -> None:
         """After an answer that made no candidate, wait a little for the answers to the
         proposals asked with it (a hosted model answers calls sent together within a moment
-        of each other), so the next parent is chosen knowing what they found.
-
-        Kind noisy race seed 2: three writers on the best answered "unchanged" at once; the
-        first one taken in started on a member below the best before the other two were,
-        and with them the best had nothing left to fix (4 s to the stop).
-        """
+        of each other), so the next parent is chosen knowing what they found."""
         await self._ctx.while_written(
             lambda: any(abs(t - began) <= TOGETHER_S for t in self._open.values()),
             gather_deadline(began, time.monotonic()),
         )
 
     async def _reflect(self, iteration: int, shown: Shown, best_at_start: str | None) -> bool:
-        """Ask the proposer for a child of the parent, shown ``shown``; accept it in turn."""
+        """Ask the proposer for a child of the parent, shown ``shown``; hand it to acceptance."""
         d, parent_id = self._d, shown.parent_id
         await d.events.emit(
             "iteration",
@@ -382,11 +380,11 @@ class GepaSearch:
                 shown.context,
                 adds=adds_words(parent, child),
             )
-            self._acceptance.waiting.append(entry)  # queued before it stops counting as written
+            self._pipeline.queue(entry)  # queued before it stops counting as written
             await self._baseline_in()
         finally:
             span = await self._candidates.written_out(iteration)
-        await self._acceptance.start(entry, parent_mb, span)
+        await self._s.proposal.hand_over(self._pipeline, entry, parent_mb, span)
         return True
 
     async def _request(
@@ -395,7 +393,7 @@ class GepaSearch:
         """What the proposer is asked: the parent, its minibatch, the frontier, other failures."""
         d, ctx, parent_id = self._d, self._ctx, shown.parent_id
         names = [c.name for c in d.components]
-        target = (names[iteration % len(names)],) if len(names) > 1 else tuple(names)
+        target = self._s.component_selector.select(iteration, parent_id, names)
         return ProposalRequest(
             program_description=d.description,
             components=d.components,
@@ -404,5 +402,13 @@ class GepaSearch:
             frontier=tuple(ctx.view(c) for c in d.state.frontier.members() if c != parent_id),
             target_components=target,
             existing_hashes=self._candidates.settled_hashes(),
-            train_evaluations=await self._showing.brief(parent_id, shown.context),
+            train_evaluations=await self._ledger.brief(parent_id, shown.context),
         )
+
+
+def _conditions(condition: object) -> list[object]:
+    """``condition`` and, inside a composite, every condition it holds."""
+    inner = getattr(condition, "conditions", None)
+    if inner is None:
+        return [condition]
+    return [c for part in inner for c in _conditions(part)]

@@ -1,6 +1,6 @@
 """Stacking: children written at the same time replayed on one base, judged once on train.
 
-A wave of writers on one parent each adds its own fix. Replayed one after another on their
+A wave of proposals on one parent each adds its own fix. Replayed one after another on their
 base (three-way merges, no reflection call), their edits make one candidate that is scored
 on every train seed once, instead of a gate and a train evaluation per child in turn. Real
 reflection models err: one answer of a wave may drop or garble a rule the text had. A stack
@@ -12,34 +12,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from optimizer.gepa.candidates import Candidates
 from optimizer.gepa.context import SearchContext
-from optimizer.gepa.gate import Gate
+from optimizer.gepa.followups import LateralFollowUps
+from optimizer.gepa.gate import MinibatchGate
 from optimizer.gepa.merge3 import merge_components
+from optimizer.gepa.train_stage import TrainStage
+from optimizer.gepa.waiting import Waiting, WaitingRoom
 from schemas import CandidateRecord, content_hash
 
-if TYPE_CHECKING:
-    from optimizer.gepa.acceptance import Acceptance
-
-__all__ = ["Stacking", "Waiting"]
-
-
-@dataclass
-class Waiting:
-    """A child that passed its proposal and waits its turn to be gated and accepted."""
-
-    iteration: int
-    child: CandidateRecord
-    parent_id: str
-    best_at_start: str | None
-    minibatch: list[str]
-    context: list[str]
-    done: bool = False  # accepted as part of a stack (``Acceptance._stack``)
-    stackable: bool = True  # not yet in a stack that failed its gate
-    adds: bool = True  # its edit adds a word its parent lacks (``adds_words``)
+__all__ = ["Stacking"]
 
 
 def _removes(parent: CandidateRecord, child: CandidateRecord) -> bool:
@@ -52,31 +35,39 @@ def _removes(parent: CandidateRecord, child: CandidateRecord) -> bool:
 
 
 class Stacking:
-    """Stacks the children waiting on one base (``Acceptance`` asks, in its turn)."""
+    """Stacks the children waiting on one base (the acceptance pipeline asks, in its turn)."""
 
     def __init__(
-        self, ctx: SearchContext, gate: Gate, candidates: Candidates, acceptance: Acceptance
+        self,
+        ctx: SearchContext,
+        room: WaitingRoom,
+        gate: MinibatchGate,
+        candidates: Candidates,
+        train: TrainStage,
+        followups: LateralFollowUps,
     ) -> None:
         self._ctx = ctx
+        self._room = room
         self._gate = gate
         self._candidates = candidates
-        self._acceptance = acceptance
+        self._train = train
+        self._followups = followups
 
     async def stack(self, entry: Waiting) -> bool:
         """Accept ``entry`` together with the other children waiting on the same base.
 
         Children written at the same time on one parent each add their own fix; their base
         is that parent, or the best that replaced it when the parent was the best
-        (``_base_of``). Replayed one after another on the base (three-way merges, no
+        (``WaitingRoom.base_of``). Replayed one after another on the base (three-way merges, no
         reflection call), they make one candidate that is scored on train once
-        (``Gate.on_train``), instead of a gate and a train evaluation per child in turn.
+        (``MinibatchGate.on_train``), instead of a gate and a train evaluation per child in turn.
         A stack that broke seeds its base solved is stacked again without the children to
         blame (``_blame``). One that is worse than its base leaves each child to its own
-        gate; one that only trades seeds with it is built on next (``follow_up``).
+        gate; one that only trades seeds with it is built on next (``LateralFollowUps``).
         """
         if not entry.stackable:
             return False
-        base = self._acceptance.base_of(entry)
+        base = self._room.base_of(entry)
         merged, used, conflicted = self._replay_on(base, entry)
         if len(used) < 2:
             return False
@@ -95,16 +86,16 @@ class Stacking:
             for w in used:
                 w.done = True
             if better:
-                await self._acceptance.full_train(record.candidate_id, base)
+                await self._train.full_train(record.candidate_id, base)
             against = record.candidate_id if better else base
             await self._without(iteration, base, used, culprits, against, conflicted)
             return entry.done
         if better:
             for w in used:
                 w.done = True
-            await self._acceptance.full_train(record.candidate_id, base)
+            await self._train.full_train(record.candidate_id, base)
             return entry.done
-        if not self._acceptance.sideways(record.candidate_id, base):
+        if not self._train.is_lateral(record.candidate_id, base):
             for w in used:  # some edit hurt: each child is gated on its own
                 w.stackable = False
             return False
@@ -113,7 +104,7 @@ class Stacking:
         # the same; the next proposals build on the stack, shown the seeds it broke.
         for w in used:
             w.done = True
-        self._acceptance.follow_up(record.candidate_id, base)
+        self._followups.offer(record.candidate_id, base)
         return entry.done
 
     async def _stacked(
@@ -175,10 +166,10 @@ class Stacking:
         """The children to blame, found before the stack's train evaluation ends.
 
         A stack with suspects and other children is scored first on the seeds its base
-        scores on, the only ones it can break (``Gate.breaks``). When a round shows broken
+        scores on, the only ones it can break (``MinibatchGate.breaks``). When a round shows broken
         seeds and a suspect alone breaks one, the stack is dropped there, unscored on the
         rest of train, and the others are restacked and judged against the base: the rounds
-        of rollouts the rest would take are not paid while the writers wait. Otherwise the
+        of rollouts the rest would take are not paid while the proposals wait. Otherwise the
         stack's evaluation goes on (a stack of suspects only is judged whole, as it may
         still beat its base).
         """
@@ -324,7 +315,7 @@ class Stacking:
             w.done = True
         record = await self._stacked(iteration, "t", base, merged, rest)
         if record is not None and await self._gate.on_train(iteration, record, against):
-            await self._acceptance.full_train(record.candidate_id, against)
+            await self._train.full_train(record.candidate_id, against)
 
     def _replay_on(
         self, base: str, entry: Waiting
@@ -333,17 +324,10 @@ class Stacking:
         (not the order their answers came in), who added one, and whose edit conflicted
         with those replayed before it.
 
-        A child counts when its base (``_base_of``) is ``base``, its edit adds something
+        A child counts when its base (``WaitingRoom.base_of``) is ``base``, its edit adds something
         (``adds_words``) and its three-way merge applies cleanly and changes something.
         """
-        queue = sorted(
-            [entry, *(w for w in self._acceptance.waiting if w is not entry and not w.done)],
-            key=lambda w: w.iteration,
-        )
-        return self._replay(
-            base,
-            [w for w in queue if w.stackable and w.adds and self._acceptance.base_of(w) == base],
-        )
+        return self._replay(base, self._room.stackable_on(base, entry))
 
     def _replay(
         self, base: str, children: list[Waiting]

@@ -1,4 +1,4 @@
-"""Gate, budget formula, bootstrap and minibatch sampler (pure, no I/O)."""
+"""Budget formula, bootstrap and minibatch sampler (pure, no I/O)."""
 
 from __future__ import annotations
 
@@ -6,33 +6,10 @@ import random
 
 import pytest
 
-from optimizer.gepa.gate import passes_gate
 from optimizer.runtime.accounts.budget import Budget, auto_metric_calls, resolve_metric_calls
-from optimizer.runtime.results.stats import paired_bootstrap
 from optimizer.runtime.search.minibatch import MinibatchSampler
+from optimizer.runtime.results.stats import paired_bootstrap
 from schemas import BudgetExhausted, RunConfig, UserError
-
-
-def test_gate_needs_strict_improvement_for_mutations() -> None:
-    seeds = ["a", "b", "c"]
-    parent = {"a": 1.0, "b": 0.0, "c": 0.0}
-    assert passes_gate([parent], {"a": 1.0, "b": 1.0, "c": 0.0}, seeds)
-    assert not passes_gate([parent], {"a": 0.0, "b": 1.0, "c": 0.0}, seeds)  # tie
-    assert not passes_gate([parent], {"a": 0.0, "b": 0.0, "c": 0.0}, seeds)
-
-
-def test_gate_ignores_seeds_where_anyone_errored() -> None:
-    parent = {"a": 0.0, "b": 1.0}
-    # the child errored on b: only a is compared, where it improves
-    assert passes_gate([parent], {"a": 1.0, "b": None}, ["a", "b"])
-    assert not passes_gate([parent], {"a": None, "b": None}, ["a", "b"])
-
-
-def test_merge_gate_must_beat_the_best_parent_strictly() -> None:
-    a, b = {"x": 1.0, "y": 0.0}, {"x": 0.0, "y": 1.0}
-    assert passes_gate([a, b], {"x": 1.0, "y": 1.0}, ["x", "y"])
-    assert not passes_gate([a, b], {"x": 1.0, "y": 0.0}, ["x", "y"])  # a tie adds nothing
-    assert not passes_gate([a, b], {"x": 0.0, "y": 0.0}, ["x", "y"])
 
 
 def test_auto_formula_matches_the_documented_numbers() -> None:

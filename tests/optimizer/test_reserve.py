@@ -40,7 +40,7 @@ def test_nothing_is_reserved_while_no_child_could_win() -> None:
 def test_the_winners_holdout_is_reserved_from_the_first_passing_gate() -> None:
     state, (base, child) = _state("base", "child")
     state.set_train(base, dict.fromkeys(TRAIN, 0.5))
-    state.promising.add(child)  # passed a minibatch gate; its train evaluation not booked yet
+    state.contenders.add(child)  # passed a minibatch gate; its train evaluation not booked yet
     assert selection_need(state, RunPlan(TRAIN, HOLDOUT), base) == len(HOLDOUT)
     state.set_train(child, dict.fromkeys(TRAIN, 1.0))
     assert selection_need(state, RunPlan(TRAIN, HOLDOUT), base) == len(HOLDOUT)

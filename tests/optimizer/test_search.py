@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 
 from optimizer.gepa.gate import MAX_REGATES
-from optimizer.gepa.search import CONVERGED, NOTHING_TO_FIX, GepaSearch
-from optimizer.gepa.showing import CONTEXT_PER_MINIBATCH, failure_kind, one_of_each
+from optimizer.gepa.search import GepaSearch
+from optimizer.gepa.strategies import strategies_for
+from optimizer.gepa.strategies.batch_sampler import CONTEXT_PER_MINIBATCH
+from optimizer.gepa.strategies.stop_condition import CONVERGED, NOTHING_TO_FIX
 from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.accounts.events import EventSink
 from optimizer.runtime.lifecycle.run import RunResult
-from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.search.state import SearchState
 from optimizer.searches import run_optimization
 from proposer import ComponentSpec, ProposalRequest
@@ -457,7 +459,8 @@ async def test_a_clean_text_merge_on_the_common_ancestor_needs_no_reflection_cal
             checkpoint=checkpoint,
             proposer_cost=lambda: 0.0,
         )
-        merged = await GepaSearch(deps).merges.text_merge(1, records["a"], records["b"])
+        search = GepaSearch(deps, strategies_for(deps))
+        merged = await search.merging.text_merge(1, records["a"], records["b"])
     assert merged is not None and proposer.merges == [] and proposer.seen == []
     assert merged.components["system_prompt"] == "Answer with the label.\n- ant\n- bee"
     assert merged.parents == [records["a"].candidate_id, records["b"].candidate_id]
@@ -1072,16 +1075,6 @@ async def test_a_refused_answer_is_not_taken_for_nothing_new(tmp_path: Path) -> 
     assert len(proposer.seen) >= 3
 
 
-def test_failures_with_the_same_feedback_are_one_kind() -> None:
-    a = failure_kind("s1", "routed to billing, expected refunds")
-    assert a == failure_kind("s2", "routed to billing,\n expected refunds ")
-    assert a != failure_kind("s3", "routed to billing, expected invoices")
-    assert failure_kind("s5", "expected 42") != failure_kind("s6", "expected 41")
-    assert failure_kind("s4", "  ") == "s4"  # no feedback: the seed is its own kind
-    kinds = {"x1": "k1", "x2": "k1", "y1": "k2"}
-    assert one_of_each(["x1", "x2", "y1", "z"], kinds) == ["x1", "y1", "z", "x2"]
-
-
 async def test_a_stack_that_broke_seeds_is_stacked_again_without_the_child_to_blame(
     tmp_path: Path,
 ) -> None:
@@ -1362,125 +1355,6 @@ async def test_a_waves_one_child_is_scored_on_idle_slots_in_its_gates_round(
     assert max(container.calls.values()) == 1  # none of them paid for twice
 
 
-@pytest.mark.parametrize(
-    ("child_scores", "followed"),
-    [
-        ({"ant-0": 1.0, "ant-1": 1.0, "bee-0": 0.0, "bee-1": 0.0}, True),  # traded ant for bee
-        ({"ant-0": 1.0, "ant-1": 0.0, "bee-0": 0.0, "bee-1": 0.0}, False),  # lost more than won
-    ],
-)
-async def test_only_a_child_that_traded_seeds_with_its_parent_is_built_on_next(
-    tmp_path: Path, child_scores: dict[str, float], followed: bool
-) -> None:
-    # A child that ties its parent on the mean, winning seeds the parent lost, is the step a
-    # look-alike rule needs; one worse on the mean (an answer that dropped a rule, or a gate
-    # passed on a noisy minibatch) is not worth every free writer.
-    state, ids = _lineage_state(
-        {"parent": TRADE["parent"], "child": child_scores}, {"child": ["parent"]}
-    )
-    parent, child = ids["parent"], ids["child"]
-    search = GepaSearch(_deps(state))
-    search._acceptance.follow_up(child, parent)
-    queued = search._acceptance.next_follow_up()
-    assert (queued is not None) == followed
-    if followed:
-        assert queued == (child, ["bee-0", "bee-1"])
-
-
-@pytest.mark.parametrize(
-    ("child_text", "child_scores", "gate", "hollow"),
-    [
-        ("- ant", {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 0.0, "bee-1": 0.0}, [], True),  # a tie
-        ("- ant", {"ant-0": 1.0, "ant-1": 0.0, "bee-0": 0.0, "bee-1": 0.0}, [], True),  # worse
-        # better by one seed (a lucky draw would do): it has not proved what it dropped
-        ("- ant", {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 1.0, "bee-1": 0.0}, [], True),
-        # better by two seeds, one of them picked by its gate where the parent failed
-        ("- ant", {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 1.0, "bee-1": 1.0}, ["ant-0"], True),
-        # better by two seeds its gate did not pick
-        ("- ant", {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 1.0, "bee-1": 1.0}, [], False),
-        (
-            "- ant\n- bee\n- cat",
-            {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 0.0, "bee-1": 0.0},
-            [],
-            False,
-        ),
-    ],
-)
-async def test_a_child_that_only_drops_text_must_prove_it_on_seeds_its_gate_did_not_pick(
-    child_text: str, child_scores: dict[str, float], gate: list[str], hollow: bool
-) -> None:
-    # Dropping a line is nothing to build on, and never the best, unless the child beats its
-    # parent by two seeds on train seeds its gate did not pick (those were picked where the
-    # parent failed, and scored afresh for the child). An edit that adds is another matter.
-    state, ids = _lineage_state(
-        {
-            "parent": {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0},
-            "child": child_scores,
-        },
-        {"child": ["parent"]},
-        texts={"parent": "- ant\n- bee", "child": child_text},
-    )
-    state.minibatch[ids["child"]] = {s: child_scores[s] for s in gate}
-    assert GepaSearch(_deps(state))._acceptance.hollow(ids["child"], ids["parent"]) == hollow
-
-
-async def test_a_hollow_child_is_never_the_best() -> None:
-    # Its train mean is above its parent's, by one seed: the parent stays the best.
-    state, ids = _lineage_state(
-        {
-            "parent": {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0},
-            "child": {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 1.0, "bee-1": 0.0},
-        },
-        {"child": ["parent"]},
-        texts={"parent": "- ant\n- bee", "child": "- ant"},
-    )
-    search = GepaSearch(_deps(state))
-    await search._acceptance.full_train(ids["child"], ids["parent"])
-    assert ids["child"] in state.hollow
-    assert state.best() == (ids["parent"], 0.5)
-
-
-async def test_a_hollow_child_with_full_marks_stops_the_search_and_names_the_best() -> None:
-    # Its gate picked the parent's two slips: on the other seeds it scored like the parent.
-    # Nothing can score more on train, so the search stops; the reason says who stays best.
-    full = {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 1.0, "bee-1": 1.0}
-    state, ids = _lineage_state(
-        {"parent": {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0}, "child": full},
-        {"child": ["parent"]},
-        texts={"parent": "- ant\n- bee\n- bee", "child": "- ant\n- bee"},
-    )
-    state.minibatch[ids["child"]] = {"ant-0": 1.0, "ant-1": 1.0}
-    search = GepaSearch(_deps(state))
-    await search._acceptance.full_train(ids["child"], ids["parent"])
-    assert search._ctx.stop == (
-        f"{ids['child']} scores full marks on every train seed (it only dropped text and did "
-        f"not prove it: {ids['parent']} stays the best)"
-    )
-
-
-def _deps(state: SearchState, **config: Any) -> SearchDeps:
-    """Search dependencies around ``state`` for tests that send no rollout."""
-
-    async def checkpoint() -> None:
-        return None
-
-    return SearchDeps(
-        config=RunConfig(containers=["http://rules"], **config),
-        run_id="r",
-        workspace=None,  # type: ignore[arg-type]  # nothing is stored
-        queue=None,  # type: ignore[arg-type]  # nothing is sent
-        proposer=ScriptedProposer(),
-        budget=Budget(),
-        events=None,  # type: ignore[arg-type]  # nothing is announced
-        rng=random.Random(0),
-        state=state,
-        components=(ComponentSpec("system_prompt", "prompt"),),
-        description="",
-        checkpoint=checkpoint,
-        proposer_cost=lambda: 0.0,
-    )
-
-
 async def test_a_writer_that_only_waits_takes_no_iteration_and_no_minibatch(
     tmp_path: Path,
 ) -> None:
@@ -1593,128 +1467,3 @@ async def test_a_rewrite_whose_new_rule_trades_look_alike_seeds_is_not_to_blame(
         if e.type == "iteration" and e.data.get("parent") == stack["candidate_id"]
     ]
     assert any({"ant-0", "ant-1"} <= seeds for seeds in shown)
-
-
-def _lineage_state(
-    scores: dict[str, dict[str, float]],
-    parents: dict[str, list[str]],
-    texts: dict[str, str] | None = None,
-) -> tuple[SearchState, dict[str, str]]:
-    """A state with one candidate per name of ``scores`` (text: ``texts`` or the name), in
-    that order, each with its parents (by name) and its train scores; returns it and the
-    ids by name."""
-    seeds = tuple(next(iter(scores.values())))
-    state, ids = SearchState(train_seeds=seeds), {}
-    for name, row in scores.items():
-        text = (texts or {}).get(name, f"- {name}")
-        ids[name] = _add_candidate(state, text, [ids[p] for p in parents.get(name, [])])
-        state.set_train(ids[name], row)
-    return state, ids
-
-
-def _add_candidate(state: SearchState, text: str, parents: list[str]) -> str:
-    """Add a candidate whose prompt is ``text`` to ``state``; returns its id."""
-    comps = {"system_prompt": text}
-    record = CandidateRecord(
-        run_id="r",
-        candidate_id=candidate_id_for(comps),
-        content_hash=content_hash(comps),
-        components=comps,
-        parents=parents,
-        origin="mutation" if parents else "seed",
-    )
-    state.add(record)
-    return record.candidate_id
-
-
-TRADE = {  # a sideways child: it traded ant's seeds for bee's
-    "parent": {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0},
-    "child": {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 0.0, "bee-1": 0.0},
-}
-
-
-async def test_a_sideways_child_written_twice_is_built_on_by_as_many_writers_as_once() -> None:
-    # Two writers wrote the same text; each copy is gated and accepted, the second after a
-    # writer took a turn on the first. The turns (one per writer in flight) are given once.
-    state, ids = _lineage_state(TRADE, {"child": ["parent"]})
-    search = GepaSearch(_deps(state, proposals_in_flight=4))
-    search._acceptance.follow_up(ids["child"], ids["parent"])
-    given = [search._acceptance.next_follow_up()]
-    search._acceptance.follow_up(ids["child"], ids["parent"])  # the second copy
-    while (queued := search._acceptance.next_follow_up()) is not None:
-        given.append(queued)
-    assert given == [(ids["child"], ["bee-0", "bee-1"])] * 4
-
-
-async def test_follow_ups_on_a_child_stop_once_a_descendant_scores_above_it() -> None:
-    # The sideways child was stacked with a sibling's fix into a candidate above it on
-    # train: the turns left on the child go where the search stands now.
-    state, ids = _lineage_state(TRADE, {"child": ["parent"]})
-    search = GepaSearch(_deps(state, proposals_in_flight=4))
-    search._acceptance.follow_up(ids["child"], ids["parent"])
-    assert search._acceptance.next_follow_up() == (ids["child"], ["bee-0", "bee-1"])
-    stack = _add_candidate(state, "- stack", [ids["child"]])
-    state.set_train(stack, {"ant-0": 1.0, "ant-1": 1.0, "bee-0": 1.0, "bee-1": 0.0})
-    assert search._acceptance.next_follow_up() is None
-
-
-async def test_a_new_best_is_shown_before_a_parent_is_drawn() -> None:
-    # Two frontier members on top of the baseline: the best wins one seed, a weaker one wins
-    # five (by seeds won, this rng draws it). Nobody was shown the best's failures yet: the
-    # best goes first.
-    scores = {
-        "base": {"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0, "e": 0.0, "f": 0.0},
-        "wide": {"a": 0.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0, "f": 1.0},
-        "best": {"a": 0.9, "b": 0.9, "c": 0.9, "d": 0.9, "e": 0.9, "f": 0.9},
-    }
-    state, ids = _lineage_state(scores, {"wide": ["base"], "best": ["base"]})
-    best = state.best()
-    assert best is not None and best[0] == ids["best"]
-    wins = state.frontier.wins(solved=True)
-    assert (len(wins[ids["best"]]), len(wins[ids["wide"]])) == (1, 5)
-    assert GepaSearch(_deps(state))._parent() == ids["best"]
-
-
-async def test_a_second_round_on_a_member_shows_every_writer_what_no_answer_found_nothing_in() -> (
-    None
-):
-    # Two writers split the parent's three kinds of failure (two and one). The one shown two
-    # kinds answered with nothing new; the other answered with an error (a dropped line: no
-    # candidate kept). In the next round that one kind is not one writer's share among
-    # three again: both writers are shown it first.
-    scores = {"parent": {"ant-0": 0.0, "bee-0": 0.0, "cow-0": 0.0, "cat-0": 1.0, "cat-1": 1.0}}
-    state, ids = _lineage_state(scores, {})
-    parent = ids["parent"]
-    showing = GepaSearch(_deps(state, proposals_in_flight=2))._showing
-    showing._kinds[parent] = {s: f"kind:{s[:3]}" for s in ("ant-0", "bee-0", "cow-0")}
-    rotation = ["cat-0", "cat-1"]
-    first = [showing.choose(parent, rotation, (), accepting=False) for _ in range(2)]
-    assert first[0] is not None and first[1] is not None
-    barren, spoilt = sorted(first, key=lambda shown: -len(shown.marks))
-    showing.rejected(1, (parent,), "unchanged")
-    showing.done(1, barren)
-    showing.done(2, spoilt)
-    assert not showing.barren(parent)
-    showing.new_round({parent})
-    again = [showing.choose(parent, rotation, (), accepting=False) for _ in range(2)]
-    assert again[0] is not None and again[1] is not None
-    assert again[0].minibatch[0] == again[1].minibatch[0] == spoilt.minibatch[0]
-
-
-async def test_a_follow_up_turn_taken_by_a_writer_that_only_waited_is_given_back() -> None:
-    # Two writers' turns on a sideways child. The first writer finds every failure it could
-    # be shown being fixed by a child still being accepted, and waits for it: its turn is
-    # not spent, the next writer takes it.
-    state, ids = _lineage_state(TRADE, {"child": ["parent"]})
-    search = GepaSearch(_deps(state, proposals_in_flight=2))
-    child = ids["child"]
-    search._showing._kinds[child] = {"bee-0": "kind:bee", "bee-1": "kind:bee"}
-    search._showing.shown.update(["bee-0", "bee-1", "kind:bee"])  # being fixed in flight
-    search._acceptance.follow_up(child, ids["parent"])
-    accepting = asyncio.create_task(asyncio.sleep(0.05))
-    search._acceptance.pending.add(accepting)
-    assert await search._step() is None  # it waited for the child being accepted
-    turns = []
-    while (queued := search._acceptance.next_follow_up()) is not None:
-        turns.append(queued[0])
-    assert turns == [child, child]

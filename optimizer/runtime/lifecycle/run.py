@@ -70,7 +70,7 @@ from workspace import Workspace
 __all__ = ["PROGRAM_CHECK_S", "Run", "RunResult"]
 
 PROGRAM_CHECK_S = 60.0  # how often a running run asks GET /program again, besides each phase
-RUN_STATE_KEYS = ("proposals", "budget", "seed_failures")  # the run's own, not the search's
+RUN_STATE_KEYS = ("budget", "seed_failures")  # the run's own, not the search method's
 
 
 @dataclass(frozen=True)
@@ -263,12 +263,11 @@ class Run:
         )
 
     async def _checkpoint(self, parts: _Parts) -> None:
-        """Store what a resumed run replays: the proposals, the budget, the search's own state."""
+        """Store what a resumed run replays: the budget, the search method's own state."""
         state = parts.state
         await self.workspace.update_run(
             self.record.run_id,
             state={
-                "proposals": state.proposals,
                 "budget": parts.budget.snapshot(),
                 "seed_failures": parts.gate.snapshot(),
                 **state.extra,
@@ -395,8 +394,6 @@ class Run:
         run_id = self.record.run_id
         low, high = program.reward_range
         state = SearchState(train_seeds=plan.train, floor=low, ceiling=high)
-        stored = self.record.state.get("proposals", {})
-        state.proposals.update({str(k): v for k, v in stored.items()})
         state.extra.update({k: v for k, v in self.record.state.items() if k not in RUN_STATE_KEYS})
         baseline = program.baseline()
         base = CandidateRecord(

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import httpx
 
+from optimizer.runtime.search.deps import ProposerLike
 from optimizer.runtime.lifecycle.embedded import container_for
 from optimizer.runtime.lifecycle.lease import hold_lease
 from optimizer.runtime.lifecycle.run import Run, RunResult
 from optimizer.runtime.lifecycle.run_config import know_secrets, resumed_config, stored_config
 from optimizer.runtime.lifecycle.run_inputs import resolve_inputs
-from optimizer.runtime.search.deps import ProposerLike
-from optimizer.runtime.search.strategy import Searches, method_of
+from optimizer.runtime.search.strategy import Searches, SearchMethod, method_of
 from optimizer.runtime.tracking import mlflow_tracking
 from schemas import RunConfig, RunLeased, UserError
 from workspace import Workspace, leased_message
@@ -51,15 +51,19 @@ class Runner:
         proposer: ProposerLike | None = None,
         http: httpx.AsyncClient | None = None,
         on_event: Callable[..., None] | None = None,
+        method: SearchMethod | None = None,
     ) -> RunResult:
         """Run (or resume, with ``run_id``) an optimization and write its evidence packet.
+
+        ``method`` runs the search instead of the registry's entry for ``config.method``
+        (e.g. ``GepaMethod(candidate_selector=MySelector())``: your own parts).
 
         ``config`` is required for a new run; for a resumed run the stored config is used and
         ``config`` only supplies secrets (the container token), which are never stored, and
         container URLs. ``RunLeased`` while another live process executes the run. A method
         the registry lacks is refused before the run is created.
         """
-        if config is not None:
+        if config is not None and method is None:
             method_of(self.searches, config)
         owns = not isinstance(workspace, Workspace)
         ws = Workspace(workspace) if not isinstance(workspace, Workspace) else workspace
@@ -79,8 +83,8 @@ class Runner:
                 cfg = config if new and config is not None else resumed_config(ws, record, config)
                 know_secrets(ws, cfg)
                 listeners = [on_event] if on_event else []
-                method = method_of(self.searches, cfg)
-                run = Run(cfg, record, ws, proposer, http, listeners, held, method=method)
+                chosen = method or method_of(self.searches, cfg)
+                run = Run(cfg, record, ws, proposer, http, listeners, held, method=chosen)
                 async with mlflow_tracking(cfg, ws, run_id, run.events, run.warn):
                     return await run.guarded()
         finally:

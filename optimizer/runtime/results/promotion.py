@@ -136,7 +136,7 @@ def selection_need(
         return 0
     # From the first child that passes a gate on, the winner may be someone else than the
     # baseline: keep its holdout seeds free before that child's train evaluation is booked.
-    contenders = state.promising | set(state.train) | set(state.partial)
+    contenders = state.contenders | set(state.train) | set(state.partial)
     return holdout if best != baseline_id or contenders - {baseline_id} else 0
 
 

@@ -2,7 +2,7 @@
 
 The search needs the baseline's failures to write its first proposals. With several
 proposals in flight, the first round of train rollouts (one per concurrency slot) is scored
-first, and a method that finds enough there to show its writers
+first, and a method that finds enough there to show its proposals
 (``SearchMethod.starts_on_first_round``) starts on it at once; the rest of train is scored
 behind it (``BaselineScores.rest``), and the search judges no child before it is in. The first
 proposals are then written while the baseline's other rounds are scored, instead of after

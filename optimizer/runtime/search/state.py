@@ -35,15 +35,15 @@ class SearchState:
     val: dict[str, dict[str, float]] = field(default_factory=dict)
     # Scored on part of train only: the budget's last evaluation (see ``score_on_train``).
     partial: dict[str, dict[str, float]] = field(default_factory=dict)
-    promising: set[str] = field(default_factory=set)  # passed a minibatch gate
-    proposals: dict[str, str | None] = field(default_factory=dict)  # iteration -> candidate or None
+    # Candidates a search may still score on train (they count toward the holdout reserve).
+    contenders: set[str] = field(default_factory=set)
     frontier: Frontier = field(default_factory=lambda: Frontier(winners={}, best={}))
     best_history: list[tuple[float, str, float]] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)  # a strategy's own state, checkpointed
+    extra: dict[str, Any] = field(default_factory=dict)  # a method's own state, checkpointed
     set_aside: dict[str, SetAside] = field(default_factory=dict)  # seeds no longer asked
-    # Children whose edit only dropped text and did not prove itself on train (GEPA's
-    # ``Acceptance.hollow``): never built on, and never ranked above the others.
-    hollow: set[str] = field(default_factory=set)
+    # Candidates a method says are no evidence on their mean (GEPA's unproven deletions):
+    # ranked after every other, so never the best while another is scored.
+    held_back: set[str] = field(default_factory=set)
 
     def add(self, record: CandidateRecord) -> None:
         """Register a candidate (idempotent)."""
@@ -95,10 +95,9 @@ class SearchState:
     def ranked(self, among: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Fully evaluated candidates by train mean, best first; ties keep creation order.
 
-        A ``hollow`` candidate comes after every other: its mean is no evidence that what it
-        dropped did not matter."""
+        A candidate ``held_back`` comes after every other."""
         ids = among if among is not None else self.order()
         pairs = [(cid, self.train_mean(cid)) for cid in ids if cid in self.train]
         scored = [(cid, m) for cid, m in pairs if m is not None]
         rank = {cid: i for i, cid in enumerate(self.order())}
-        return sorted(scored, key=lambda p: (p[0] in self.hollow, -p[1], rank[p[0]]))
+        return sorted(scored, key=lambda p: (p[0] in self.held_back, -p[1], rank[p[0]]))

@@ -1,58 +1,69 @@
-"""Merges: one candidate that keeps what two complementary frontier candidates do well.
+"""Merging: one candidate that keeps what two frontier candidates do well.
 
-Two frontier candidates are merged only when neither descends from the other
-(``complementary_pairs``). A clean three-way text merge on their common ancestor needs no
+The merge strategy (:mod:`optimizer.gepa.strategies.merge`) says when and which two; this
+part makes the merge. A clean three-way text merge on their common ancestor needs no
 reflection call; otherwise the proposer is asked, shown both on the seeds where they differ.
-A merge, like any child, must beat its best parent strictly, never tie it.
+A merge, like any child, is gated against both parents, then scored on train.
 """
 
 from __future__ import annotations
 
-from optimizer.gepa.acceptance import Acceptance
+import random
+
 from optimizer.gepa.candidates import Candidates
 from optimizer.gepa.context import SearchContext
-from optimizer.gepa.gate import Gate
+from optimizer.gepa.gate import MinibatchGate
+from optimizer.gepa.ledger import evaluations_of
 from optimizer.gepa.merge3 import merge_components
-from optimizer.gepa.parents import common_ancestor, complementary_pairs
-from optimizer.gepa.showing import evaluations_of
+from optimizer.gepa.parents import common_ancestor
+from optimizer.gepa.strategies.batch_sampler import BatchSampler
+from optimizer.gepa.strategies.merge import MergeStrategy, MergeView
+from optimizer.gepa.train_stage import TrainStage
 from proposer import MergeRequest
 from schemas import CandidateRecord
 
-__all__ = ["MERGE_MINIBATCH", "Merges"]
+__all__ = ["MERGE_MINIBATCH", "Merging"]
 
 MERGE_MINIBATCH = 6
 
 
-class Merges:
-    """Decides when a merge is due and writes, gates and accepts it."""
+class Merging:
+    """Asks the merge strategy when a merge is due, and writes, gates and accepts it."""
 
     def __init__(
-        self, ctx: SearchContext, gate: Gate, candidates: Candidates, acceptance: Acceptance
+        self,
+        ctx: SearchContext,
+        strategy: MergeStrategy,
+        sampler: BatchSampler,
+        gate: MinibatchGate,
+        candidates: Candidates,
+        train: TrainStage,
     ) -> None:
         self._ctx = ctx
+        self._strategy = strategy
+        self._sampler = sampler
         self._gate = gate
         self._candidates = candidates
-        self._acceptance = acceptance
+        self._train = train
         self._made = 0  # merges asked for so far
 
-    def due(self) -> tuple[str, str] | None:
-        """The pair to merge now, if a child was accepted since the last merge and merges are on.
+    def due(self, rng: random.Random) -> tuple[str, str] | None:
+        """The pair to merge now, if the strategy says a merge is due.
 
-        Call under the context's lock: it draws the pair from the run's ``random.Random``.
+        Call under the context's lock: the strategy may draw from the run's ``random.Random``.
         """
-        d = self._ctx.deps
-        pairs = complementary_pairs(d.state.frontier, self._ctx.lineage())
-        merging = (
-            self._acceptance.merge_due
-            and d.config.use_merge
-            and self._made < d.config.max_merges
-            and bool(pairs)
+        view = MergeView(
+            frontier=self._ctx.deps.state.frontier,
+            lineage=self._ctx.lineage(),
+            accepted_since_last=self._train.accepted_since_merge,
+            merges_so_far=self._made,
         )
-        if not merging:
+        pair = self._strategy.pair(view, rng)
+        if pair is None:
             return None
-        self._acceptance.merge_due = False
+        self._train.accepted_since_merge = False
         self._made += 1
-        return pairs[d.rng.randrange(len(pairs))]
+        return pair
 
     async def merge(self, iteration: int, pair: tuple[str, str]) -> bool:
         """Merge ``pair``; True when it made a candidate."""
@@ -61,7 +72,7 @@ class Merges:
         a, b = (d.state.candidates[c] for c in (ranked if len(ranked) == 2 else pair))
         wins = d.state.frontier.wins()
         differing = sorted(set(wins.get(a.candidate_id, ())) ^ set(wins.get(b.candidate_id, ())))
-        seeds = differing[:MERGE_MINIBATCH] or self._ctx.sampler.next()
+        seeds = differing[:MERGE_MINIBATCH] or self._sampler.next_rotation()
         await d.events.emit(
             "iteration",
             {"iteration": iteration, "merge": [a.candidate_id, b.candidate_id], "minibatch": seeds},
@@ -90,9 +101,7 @@ class Merges:
             return False
         if await self._gate.gate(iteration, child, (a.candidate_id, b.candidate_id), seeds):
             async with self._ctx.accepting:
-                await self._acceptance.full_train(
-                    child.candidate_id, (a.candidate_id, b.candidate_id)
-                )
+                await self._train.full_train(child.candidate_id, (a.candidate_id, b.candidate_id))
         return True
 
     async def text_merge(
