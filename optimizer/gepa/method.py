@@ -24,9 +24,9 @@ from optimizer.gepa.strategies.candidate_selector import CandidateSelector
 from optimizer.gepa.strategies.component_selector import ComponentSelector
 from optimizer.gepa.strategies.merge import MergeStrategy
 from optimizer.gepa.strategies.stop_condition import StopCondition
+from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.search.state import SearchState
-from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.strategy import SearchStart
 from schemas import RunConfig
 

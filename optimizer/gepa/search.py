@@ -42,9 +42,9 @@ from optimizer.gepa.strategies.candidate_selector import SelectionView
 from optimizer.gepa.strategies.stop_condition import SignalStopper
 from optimizer.gepa.train_stage import TrainStage
 from optimizer.gepa.waiting import Waiting, WaitingRoom
+from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.baseline import BaselineScores
 from optimizer.runtime.search.deps import SearchDeps
-from optimizer.runtime.rollouts.records import SeedResult
 from proposer import ProposalRequest
 from schemas import BudgetExhausted
 

@@ -22,9 +22,9 @@ from optimizer.gepa.strategies import strategies_for
 from optimizer.gepa.strategies.batch_sampler import CONTEXT_PER_MINIBATCH
 from optimizer.gepa.strategies.stop_condition import CONVERGED, NOTHING_TO_FIX
 from optimizer.runtime.accounts.budget import Budget
-from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.accounts.events import EventSink
 from optimizer.runtime.lifecycle.run import RunResult
+from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.search.state import SearchState
 from optimizer.searches import run_optimization
 from proposer import ComponentSpec, ProposalRequest
