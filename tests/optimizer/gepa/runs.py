@@ -8,7 +8,7 @@ evidence packet are the real ones.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ async def junk_child(
     labels: list[str],
     slipping: set[str],
     junk_at: int,
-    release: Callable[[ScriptedProposer, list[Event]], Awaitable[None]],
+    release: Callable[[ScriptedProposer, list[Event]], Coroutine[Any, Any, None]],
     **config: Any,
 ) -> tuple[RunResult, ScriptedProposer, str, str]:
     """A run on a baseline stating every label, whose noisy student slips on ``slipping``.

@@ -1,13 +1,112 @@
-"""Rebasing: a child written on a best that was replaced meanwhile is replayed on the new one."""
+"""Rebasing: a child written on a best that was replaced meanwhile is replayed on the new one.
+
+The unit tests drive the ``Rebaser`` over the recording fakes (``parts.wired``): a seed
+``<label>-<i>`` passes when the prompt lists the label. The whole runs after them check
+rebasing inside the search.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from schemas import Event
+import pytest
+
+from optimizer.gepa.rebase import CONFLICT, REDUNDANT
+from optimizer.gepa.strategies.batch_sampler import BatchRequest
+from schemas import CandidateRecord, Event
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
+from tests.optimizer.gepa.parts import SEEDS, Wired, wired
 from tests.optimizer.gepa.runs import LABELS, whole_run
 from workspace import Workspace
+
+
+async def _stale(child_text: str, best_text: str) -> tuple[Wired, str, CandidateRecord, str]:
+    """A child ``child_text`` written on ``Label it.\\n- ant``, and ``best_text``, the child of
+    that parent that replaced it as the best meanwhile."""
+    w = wired()
+    parent = await w.scored("Label it.\n- ant")
+    child = w.child(child_text, parent)
+    best = await w.scored(best_text, [parent])
+    return w, parent, child, best
+
+
+@pytest.mark.parametrize(
+    ("child_text", "best_text", "why", "reason"),
+    [
+        # both reworded the first line, two ways: the best's version already won
+        ("Name the label.\n- ant\n- cat", "Say the label.\n- ant\n- bee", CONFLICT, "conflict"),
+        (
+            "Label it.\n- ant\n- bee",
+            "Label it.\n- ant\n- bee\n- cat",
+            REDUNDANT,
+            "already in the best",
+        ),
+    ],
+)
+async def test_an_edit_that_conflicts_with_the_new_best_or_that_it_has_is_dropped(
+    child_text: str, best_text: str, why: str, reason: str
+) -> None:
+    w, parent, child, best = await _stale(child_text, best_text)
+    assert await w.rebaser.rebase(1, 0, child, parent, best) == why
+    (event,) = w.events.of("rebase")
+    assert event == {
+        "iteration": 1,
+        "candidate_id": child.candidate_id,
+        "onto": best,
+        "applied": False,
+        "reason": reason,
+        "dropped": True,
+    }
+    assert w.workspace.candidates == [] and w.ctx.gepa.proposals == {}
+
+
+async def test_an_edit_replayed_cleanly_on_the_new_best_is_a_candidate_logged_under_its_key() -> (
+    None
+):
+    w, parent, child, best = await _stale("Label it.\n- ant\n- cat", "Label it.\n- ant\n- bee")
+    rebased = await w.rebaser.rebase(3, 1, child, parent, best)
+    assert isinstance(rebased, CandidateRecord)
+    assert rebased.components["system_prompt"] == "Label it.\n- ant\n- bee\n- cat"
+    assert rebased.parents == [best, child.candidate_id] and rebased.origin == "merge"
+    assert w.workspace.candidates == [rebased]
+    assert w.ctx.gepa.proposals == {"3r1": rebased.candidate_id}  # a resumed run replays it
+    (event,) = w.events.of("rebase")
+    assert event["applied"] and event["rebased"] == rebased.candidate_id
+
+
+async def test_an_edit_that_holds_the_bests_already_is_the_child_itself() -> None:
+    w, parent, child, best = await _stale(
+        "Label it.\n- ant\n- bee\n- cat", "Label it.\n- ant\n- bee"
+    )
+    assert await w.rebaser.rebase(1, 0, child, parent, best) is child
+
+
+async def test_a_rebased_edit_is_gated_on_its_targets_the_new_best_fails_and_seeds_it_passes() -> (
+    None
+):
+    # The edit was meant to fix bee-0, cat-0 and cat-1; the new best fixed bee-0 already.
+    w = wired()
+    parent = await w.scored("- ant")
+    best = await w.scored("- ant\n- bee", [parent])
+    rotation = ["bee-0", "cat-0", "cow-0", "ant-0"]
+    seeds, extension = await w.rebaser.seeds_for(best, ["bee-0", "cat-0", "cat-1"], rotation)
+    assert seeds == ["cat-0", "cat-1", "bee-0", "ant-0"]  # half targets, then seeds it passes
+    assert extension and all(w.state.train[best][s] < 1.0 for s in extension)
+    assert not set(extension) & set(seeds)
+
+
+async def test_an_edit_whose_targets_the_new_best_fixed_is_gated_on_its_batch() -> None:
+    w = wired()
+    parent = await w.scored("- ant")
+    best = await w.scored("- ant\n- bee", [parent])
+    rotation = ["bee-0", "cat-0", "cow-0", "ant-0"]
+    rng = w.search._d.rng
+    before = rng.getstate()
+    chosen = await w.rebaser.seeds_for(best, ["bee-0", "bee-1"], rotation)
+    rng.setstate(before)
+    request = BatchRequest(best, rotation, SEEDS, w.state.train[best], share=False)
+    batch = w.search._s.batch_sampler.sample(request, w.ledger, rng)
+    assert chosen == (batch.minibatch, batch.context)
 
 
 async def test_a_stale_proposal_is_rebased_onto_the_new_best(tmp_path: Path) -> None:

@@ -1,8 +1,14 @@
-"""Stacking: children written at the same time replayed on one base, judged once on train."""
+"""Stacking: children written at the same time replayed on one base, judged once on train.
+
+The unit tests drive ``Stacking`` over the recording fakes (``parts.wired``): children wait
+in the room on the base ``- ant``, a seed ``<label>-<i>`` passes when the prompt lists the
+label. The whole runs after them check stacking inside the search.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -10,7 +16,112 @@ import pytest
 from proposer import ProposalRequest
 from schemas import Event
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
+from tests.optimizer.gepa.fakes import look_alike_score, rule_score
+from tests.optimizer.gepa.parts import SEEDS, wired
 from tests.optimizer.gepa.runs import LABELS, on_the_baseline, whole_run, with_ant
+
+
+def _poisoned(components: Mapping[str, str], seed: str) -> float:
+    """``rule_score``, but a ``- poison`` line fails every item (an edit that only hurts)."""
+    return 0.0 if "- poison" in components["system_prompt"] else rule_score(components, seed)
+
+
+async def test_a_stack_replays_the_waiting_edits_on_their_base_in_the_order_they_were_asked() -> (
+    None
+):
+    w = wired()
+    base = await w.scored("- ant")
+    bee = w.waiting(1, "- ant\n- bee", base)
+    cat = w.waiting(2, "- ant\n- cat", base)
+    assert await w.stacking.stack(cat)  # the second asked answered first: its turn
+    (stack,) = w.events.of("stack")
+    ids = [bee.child.candidate_id, cat.child.candidate_id]
+    assert stack["children"] == ids and stack["onto"] == base
+    record = w.state.candidates[stack["candidate_id"]]
+    assert record.components["system_prompt"] == "- ant\n- bee\n- cat"
+    assert record.parents == [base, *ids] and record.origin == "merge"
+
+
+async def test_one_child_waiting_alone_is_no_stack() -> None:
+    w = wired()
+    base = await w.scored("- ant")
+    alone = w.waiting(1, "- ant\n- bee", base)
+    assert not await w.stacking.stack(alone)
+    assert w.events.events == [] and not alone.done
+
+
+async def test_a_stack_is_judged_once_on_train_and_its_children_never_alone() -> None:
+    w = wired()
+    base = await w.scored("- ant")
+    entries = [w.waiting(n, f"- ant\n- {x}", base) for n, x in enumerate(("bee", "cat"), 1)]
+    assert await w.stacking.stack(entries[0])
+    stack = w.events.of("stack")[0]["candidate_id"]
+    (gate,) = w.events.of("gate")
+    assert gate["candidate_id"] == stack and gate["minibatch"] == list(SEEDS) and gate["accepted"]
+    assert w.state.train_mean(stack) == 6 / 8 and stack in w.state.contenders
+    assert sorted(w.queue.seeds_sent(stack)) == sorted(SEEDS)  # each train seed once
+    children = {e.child.candidate_id for e in entries}
+    assert not children & {*w.state.train, *w.state.minibatch, *w.state.contenders}
+    assert not any(w.queue.seeds_sent(c) for c in children)
+    assert all(e.done for e in entries)  # accepted with the stack: nobody gates them
+
+
+async def test_a_stack_that_broke_seeds_is_restacked_without_the_child_to_blame() -> None:
+    # One child adds bee; the other replaced the ant line by one that fixes nothing. Their
+    # stack is scored first on a round of seeds its base solves; it broke ant's. The child
+    # that removed a line, scored there alone, breaks them while the line it added does not:
+    # it is to blame. The stack is dropped unscored on the rest of train, and the others
+    # (the bee child alone) are judged on train against the base.
+    w = wired()
+    base = await w.scored("- ant")
+    good, bad = w.waiting(1, "- ant\n- bee", base), w.waiting(2, "- zzz", base)
+    assert await w.stacking.stack(good)
+    good_id, bad_id = good.child.candidate_id, bad.child.candidate_id
+    first, again = w.events.of("stack")
+    (blame,) = w.events.of("blame")
+    assert blame == {
+        "iteration": 1,
+        "candidate_id": first["candidate_id"],
+        "broken": ["ant-0", "ant-1"],
+        "suspects": [bad_id],
+        "culprits": [bad_id],
+        "early": True,
+    }
+    assert first["candidate_id"] not in w.state.train
+    assert w.queue.rounds_of(first["candidate_id"]) == [["ant-0", "ant-1", "bee-0", "bee-1"]]
+    assert again["children"] == [good_id] and again["candidate_id"] == good_id
+    assert good_id in w.state.contenders and w.state.train_mean(good_id) == 4 / 8
+    assert bad_id not in w.state.train and good.done and bad.done
+
+
+async def test_a_stack_that_only_trades_seeds_with_its_base_is_built_on_next() -> None:
+    # ant and bee are look-alikes: the stack of the bee child and one that fixes nothing
+    # wins bee's seeds and loses ant's, as good as its base on the mean. Gating each child
+    # alone would find the same; the next proposals build on the stack, shown what it broke.
+    w = wired(look_alike_score)
+    base = await w.scored("- ant")
+    entries = [w.waiting(1, "- ant\n- bee", base), w.waiting(2, "- ant\n- zzz", base)]
+    assert await w.stacking.stack(entries[0])
+    (stack,) = w.events.of("stack")
+    assert w.followups.next() == (stack["candidate_id"], ["ant-0", "ant-1"])
+    assert [g["candidate_id"] for g in w.events.of("gate")] == [stack["candidate_id"]]
+    assert stack["candidate_id"] not in w.state.contenders
+    assert all(e.done for e in entries)
+
+
+async def test_a_stack_worse_than_its_base_is_dropped_and_its_children_are_not_stacked_again() -> (
+    None
+):
+    w = wired(_poisoned)
+    base = await w.scored("- ant")
+    entries = [w.waiting(1, "- ant\n- cat", base), w.waiting(2, "- ant\n- poison", base)]
+    assert not await w.stacking.stack(entries[0])  # the pipeline gates it alone next
+    (stack,) = w.events.of("stack")
+    assert stack["candidate_id"] in w.state.train
+    assert stack["candidate_id"] not in w.state.contenders
+    assert not any(e.done or e.stackable for e in entries)
+    assert not await w.stacking.stack(entries[1])
+    assert len(w.events.of("stack")) == 1
 
 
 async def test_children_waiting_for_the_same_best_are_stacked_gated_and_scored_once(
