@@ -124,73 +124,19 @@ class Wired:
     queue: FakeQueue
     events: RecordingEvents
     workspace: FakeWorkspace
-
-    @property
-    def state(self) -> SearchState:
-        """The run state the parts share."""
-        return self.search._d.state
-
-    @property
-    def ctx(self) -> SearchContext:
-        """The search's shared context."""
-        return self.search._ctx
-
-    @property
-    def proposer(self) -> ScriptedProposer:
-        """The proposer the search asks (it records every request)."""
-        proposer = self.search._d.proposer
-        assert isinstance(proposer, ScriptedProposer)
-        return proposer
-
-    @property
-    def gate(self) -> MinibatchGate:
-        """The minibatch gate."""
-        return self.search._pipeline._gate
-
-    @property
-    def ledger(self) -> FailureLedger:
-        """The failure ledger."""
-        return self.search._ledger
-
-    @property
-    def candidates(self) -> Candidates:
-        """The part that writes and stores candidates."""
-        return self.search._candidates
-
-    @property
-    def train(self) -> TrainStage:
-        """The train stage of acceptance."""
-        return self.search._train
-
-    @property
-    def followups(self) -> LateralFollowUps:
-        """The lateral follow-ups."""
-        return self.search._followups
-
-    @property
-    def pipeline(self) -> AcceptancePipeline:
-        """The acceptance pipeline."""
-        return self.search._pipeline
-
-    @property
-    def room(self) -> WaitingRoom:
-        """The children waiting to be accepted."""
-        return self.search._pipeline._room
-
-    @property
-    def stacking(self) -> Stacking:
-        """Stacking."""
-        return self.search._pipeline._stacking
-
-    @property
-    def rebaser(self) -> Rebaser:
-        """The rebaser."""
-        return self.search._pipeline._rebaser
-
-    @property
-    def merging(self) -> Merging:
-        """Merging."""
-        return self.search.merging
+    proposer: ScriptedProposer  # it records every request
+    state: SearchState
+    ctx: SearchContext
+    ledger: FailureLedger
+    candidates: Candidates
+    train: TrainStage
+    followups: LateralFollowUps
+    merging: Merging
+    pipeline: AcceptancePipeline
+    room: WaitingRoom
+    gate: MinibatchGate
+    stacking: Stacking
+    rebaser: Rebaser
 
     def child(self, text: str, parent: str) -> CandidateRecord:
         """A new candidate whose prompt is ``text``, written on ``parent``, not scored yet."""
@@ -226,10 +172,29 @@ def wired(score: Score = rule_score, *, idle: int = 4, **config: Any) -> Wired:
     """A search over an empty state on ``SEEDS``, its rollouts scored by ``score``, with the
     parts ``config`` names; the queue says ``idle`` slots are free."""
     state, budget = SearchState(train_seeds=SEEDS), Budget()
-    queue, events, workspace = (
-        FakeQueue(budget, score, idle=idle),
-        RecordingEvents(),
-        FakeWorkspace(),
-    )
+    queue = FakeQueue(budget, score, idle=idle)
+    events, workspace = RecordingEvents(), FakeWorkspace()
     deps = deps_for(state, queue=queue, events=events, workspace=workspace, budget=budget, **config)
-    return Wired(GepaSearch(deps, strategies_for(deps)), queue, events, workspace)
+    proposer = deps.proposer
+    assert isinstance(proposer, ScriptedProposer)
+    search = GepaSearch(deps, strategies_for(deps))
+    pipeline = search._pipeline
+    return Wired(
+        search,
+        queue,
+        events,
+        workspace,
+        proposer,
+        state,
+        search._ctx,
+        search._ledger,
+        search._candidates,
+        search._train,
+        search._followups,
+        search.merging,
+        pipeline,
+        pipeline._room,
+        pipeline._gate,
+        pipeline._stacking,
+        pipeline._rebaser,
+    )

@@ -160,11 +160,12 @@ async def test_a_child_that_failed_its_gate_is_gated_again_a_bounded_number_of_t
 
 
 async def test_a_child_being_gated_passed_or_scored_on_train_is_not_gated_again() -> None:
-    while_gated: list[bool] = []
+    # A text written again while its regate runs is a duplicate, not a third gate.
+    while_regated: list[bool] = []
 
     def score(components: Mapping[str, str], seed: str) -> float:
-        if components["system_prompt"] == "- ant\n- bee":  # the child that passes
-            while_gated.append(gate.is_regatable(passed.candidate_id))
+        if components["system_prompt"] == "- cat" and seed.endswith("-1"):  # its second gate
+            while_regated.append(gate.is_regatable(failed.candidate_id))
         return rule_score(components, seed)
 
     w = wired(score, idle=2)
@@ -172,9 +173,11 @@ async def test_a_child_being_gated_passed_or_scored_on_train_is_not_gated_again(
     gate = MinibatchGate(w.ctx, StrictImprovementAcceptance(), judges_ahead=False)
     passed, failed = w.child("- ant\n- bee", parent), w.child("- cat", parent)
     assert await gate.gate(1, passed, parent, ["ant-0", "bee-0"])
-    assert while_gated == [False, False]  # its two rollouts
     assert not gate.is_regatable(passed.candidate_id)  # it passed
     assert not await gate.gate(2, failed, parent, ["ant-0", "bee-0"])
+    assert gate.is_regatable(failed.candidate_id)
+    assert not await gate.gate(3, failed, parent, ["ant-1", "bee-1"])
+    assert while_regated == [False, False]  # its two rollouts of the second gate
     assert gate.is_regatable(failed.candidate_id)
     w.state.partial[failed.candidate_id] = {"ant-0": 0.0}
     assert not gate.is_regatable(failed.candidate_id)  # scored on part of train

@@ -70,13 +70,22 @@ async def test_without_a_common_ancestor_the_proposer_writes_the_merge_shown_bot
     assert gate["parent"] == [a, b] and gate["accepted"]
 
 
-async def test_a_merge_is_due_once_per_child_accepted_since_the_last_and_within_the_cap() -> None:
-    w, a, b = await _branches(max_merges=1)
+async def test_a_merge_is_due_once_per_child_accepted_since_the_last() -> None:
+    w, a, b = await _branches()
     rng = random.Random(0)
     assert w.merging.due(rng) is None  # nothing accepted since the start
     w.train.accepted_since_merge = True
     assert set(w.merging.due(rng) or ()) == {a, b}
     assert w.merging.due(rng) is None  # not again until another child is accepted
+    w.train.accepted_since_merge = True
+    assert set(w.merging.due(rng) or ()) == {a, b}
+
+
+async def test_no_merge_is_due_past_the_cap() -> None:
+    w, _, _ = await _branches(max_merges=1)
+    rng = random.Random(0)
+    w.train.accepted_since_merge = True
+    assert w.merging.due(rng) is not None
     w.train.accepted_since_merge = True
     assert w.merging.due(rng) is None  # --max-merges 1
 
