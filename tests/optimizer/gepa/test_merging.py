@@ -50,7 +50,7 @@ async def test_a_merge_is_gated_against_its_best_parent_on_the_seeds_where_they_
     # seeds: on the seeds where its parents differ it only ties the better one, and a merge
     # that adds nothing to its best parent is not scored on train.
     w, a, b = await _branches(score)
-    assert await w.merging.merge(1, (b, a))
+    assert await w.merging.merge(1, (b, a), [])
     (gate,) = w.events.of("gate")
     assert gate["parent"] == [a, b] and gate["parent_score"] == 4.0
     assert sorted(gate["minibatch"]) == ["ant-0", "ant-1", "bee-0", "bee-1", "cat-0", "cat-1"]
@@ -62,7 +62,7 @@ async def test_a_merge_is_gated_against_its_best_parent_on_the_seeds_where_they_
 async def test_without_a_common_ancestor_the_proposer_writes_the_merge_shown_both() -> None:
     w = wired()
     a, b = await w.scored("- ant"), await w.scored("- bee")
-    assert await w.merging.merge(1, (a, b))
+    assert await w.merging.merge(1, (a, b), [])
     (request,) = w.proposer.merges
     assert [e.seed for e in request.evaluations_a] == ["ant-0", "ant-1", "bee-0", "bee-1"]
     assert [e.seed for e in request.evaluations_b] == ["ant-0", "ant-1", "bee-0", "bee-1"]

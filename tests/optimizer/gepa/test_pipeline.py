@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from optimizer.gepa.ledger import failure_kind
-from schemas import Event
+from schemas import Event, WorkspaceError
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
 from tests.optimizer.gepa.parts import wired
 from tests.optimizer.gepa.runs import LABELS, on_the_baseline, whole_run, with_ant
@@ -62,6 +62,25 @@ async def test_a_child_accepted_in_the_background_past_the_budget_stops_the_sear
     w.pipeline.accept_in_background(entry, None, None)
     await asyncio.gather(*w.pipeline.pending)
     assert w.ctx.stop == "metric-call budget reached: 2 more rollouts needed, 1 left for search"
+    assert not +w.ledger.taken
+
+
+async def test_a_background_acceptance_that_fails_stops_the_search_and_keeps_the_error() -> None:
+    # A failure other than the budget (the store went away, say) is not lost with its task:
+    # the search stops and raises it once its workers are back.
+    w = wired(proposals_in_flight=2)
+    base = await w.scored("- ant")
+    failure = WorkspaceError("writing the workspace failed: disk full")
+
+    async def broken(*args: object, **kwargs: object) -> dict[str, object]:
+        raise failure
+
+    w.queue.evaluate = broken  # type: ignore[method-assign]
+    entry = w.waiting(1, "- ant\n- bee", base, minibatch=["ant-0", "bee-0"])
+    w.pipeline.accept_in_background(entry, None, None)
+    await asyncio.wait(set(w.pipeline.pending))
+    assert w.pipeline.errors == [failure] and not w.pipeline.pending
+    assert w.ctx.stop == "accepting a child failed: writing the workspace failed: disk full"
     assert not +w.ledger.taken
 
 
