@@ -8,15 +8,18 @@ from __future__ import annotations
 from optimizer.runtime.budget import Budget
 from optimizer.runtime.client import ContainerClient, RetryPolicy
 from optimizer.runtime.deps import ProposerLike, SearchDeps, score_on_train
-from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult
-from optimizer.runtime.embedded import EmbeddedContainer
+from optimizer.runtime.dispatch import ErrorGate, RolloutQueue, SeedResult, scored_record
+from optimizer.runtime.embedded import EmbeddedContainer, container_for
 from optimizer.runtime.events import EventSink
 from optimizer.runtime.frontier import Frontier, build_frontier, mean_score
 from optimizer.runtime.minibatch import MinibatchSampler
 from optimizer.runtime.promotion import Promotion
 from optimizer.runtime.run import RunResult
+from optimizer.runtime.run_config import stored_config
+from optimizer.runtime.run_inputs import resolve_inputs
 from optimizer.runtime.runner import Runner
 from optimizer.runtime.state import SearchState
+from optimizer.runtime.stats import PairedLift, paired_bootstrap, promotion_rng
 from optimizer.runtime.strategy import Search, Searches, SearchMethod, SearchStart, method_of
 
 __all__ = [
@@ -27,6 +30,7 @@ __all__ = [
     "EventSink",
     "Frontier",
     "MinibatchSampler",
+    "PairedLift",
     "Promotion",
     "ProposerLike",
     "RetryPolicy",
@@ -41,7 +45,13 @@ __all__ = [
     "Searches",
     "SeedResult",
     "build_frontier",
+    "container_for",
     "mean_score",
     "method_of",
+    "paired_bootstrap",
+    "promotion_rng",
+    "resolve_inputs",
     "score_on_train",
+    "scored_record",
+    "stored_config",
 ]

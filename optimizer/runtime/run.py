@@ -51,6 +51,7 @@ from optimizer.runtime.run_config import (
 )
 from optimizer.runtime.seed_failures import SetAside
 from optimizer.runtime.state import SearchState
+from optimizer.runtime.stats import promotion_rng
 from optimizer.runtime.strategy import SearchMethod, SearchStart
 from proposer import ComponentSpec
 from proposer.external import proposer_for
@@ -207,7 +208,7 @@ class Run:
                 baseline_id=parts.base.candidate_id,
                 plan=parts.plan,
                 min_improvement=self.config.min_holdout_improvement,
-                rng=random.Random(self.config.seed + 1),
+                rng=promotion_rng(self.config.seed),
                 events=self.events,
             )
             await self.phase("finalizing")
