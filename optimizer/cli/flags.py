@@ -234,6 +234,17 @@ FLAGS: tuple[Flag, ...] = (
         "(needs pip install 'gepa-runtime[mlflow]')",
         bare=URI_ENVS,
     ),
+    Flag(
+        "--mlflow-prompt",
+        "mlflow_prompt",
+        "register the best's text as a new version of this prompt in MLflow's prompt "
+        "registry at the end of the run (needs --mlflow or MLFLOW_TRACKING_URI)",
+    ),
+    Flag(
+        "--mlflow-prompt-alias",
+        "mlflow_prompt_alias",
+        "the alias moved to that version when the run promotes it (default candidate)",
+    ),
 )
 
 
