@@ -89,6 +89,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def _spec(args: argparse.Namespace) -> CheckSpec:
     if not math.isfinite(args.margin) or args.margin < 0:
         raise UserError(f"--margin {args.margin}: give a number of 0 or more, e.g. --margin 0.02")
+    for path in (args.report_md, args.report_json):
+        if path and not Path(path).parent.is_dir():  # refused before any rollout is paid
+            raise UserError(
+                f"cannot write the report {path}: its folder does not exist; name a file in "
+                "an existing, writable folder"
+            )
     given = config_overrides(args)
     source = config_from_args(args)
     return CheckSpec(

@@ -23,7 +23,12 @@ ROWS = [{"name": f"r{i}", "input": f"q{i}", "expected": "a"} for i in range(6)]
 def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     versions = {
         "support": {1: ("Old text.", {}), 2: ("New text.", {})},
-        "multi": {1: (json.dumps({"system_prompt": "s", "router": "r"}), {"gepa.format": "components-json"})},
+        "multi": {
+            1: (
+                json.dumps({"system_prompt": "s", "router": "r"}),
+                {"gepa.format": "components-json"},
+            )
+        },
     }
     app = registry_app(versions, {("support", "production"): 2, ("multi", "candidate"): 1})
     with thread_server(app) as url:
@@ -71,17 +76,24 @@ def test_a_path_object_and_a_yaml_of_several_components(tmp_path: Path) -> None:
     def agent(task: object, candidate: object) -> str:
         return "a"
 
-    assert registry.get("multi").baseline == {"system_prompt": "Be brief.\n", "router": "route by topic"}
+    assert registry.get("multi").baseline == {
+        "system_prompt": "Be brief.\n",
+        "router": "route by topic",
+    }
 
 
 def test_a_path_with_a_typo_is_an_error_naming_it_and_text_stays_text(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match=r"prompt file 'prompts/sytem.txt' does not exist .*fix the path"):
+    with pytest.raises(
+        UserError, match=r"prompt file 'prompts/sytem.txt' does not exist .*fix the path"
+    ):
         _module(tmp_path, "'prompts/sytem.txt'")
     target = _module(tmp_path, "'Answer in the style of notes.txt'")  # text with spaces
     assert target.baseline == {"system_prompt": "Answer in the style of notes.txt"}
 
 
-def test_editing_the_prompt_file_keeps_the_fingerprint_and_serves_the_new_text(tmp_path: Path) -> None:
+def test_editing_the_prompt_file_keeps_the_fingerprint_and_serves_the_new_text(
+    tmp_path: Path,
+) -> None:
     prompt = tmp_path / "system.txt"
     prompt.write_text("Version one.\n")
     before = build_served_program(_module(tmp_path, f"{str(prompt)!r}"))
@@ -96,7 +108,9 @@ def test_editing_the_prompt_file_keeps_the_fingerprint_and_serves_the_new_text(t
     )
 
 
-def test_a_registry_uri_baseline_serves_the_aliased_version(tmp_path: Path, registry: object) -> None:
+def test_a_registry_uri_baseline_serves_the_aliased_version(
+    tmp_path: Path, registry: object
+) -> None:
     target = _module(tmp_path, "'prompts:/support@production'")
     assert target.baseline == {"system_prompt": "New text."}
     assert target.baseline_source == "prompts:/support@production"
@@ -106,7 +120,9 @@ def test_a_registry_uri_baseline_serves_the_aliased_version(tmp_path: Path, regi
         load_prompt("prompts:/multi@candidate")
 
 
-def test_the_registry_is_read_with_mlflows_credentials(registry: object, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_registry_is_read_with_mlflows_credentials(
+    registry: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok-123")
     load_prompt("prompts:/support@production")
     monkeypatch.delenv("MLFLOW_TRACKING_TOKEN")

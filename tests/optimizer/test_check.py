@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from optimizer.regression import CheckSpec, check_json, check_markdown, run_check
-from optimizer.testing import reflection_app, thread_server
 from optimizer.searches import run_stored
+from optimizer.testing import reflection_app, thread_server
 from schemas import RunConfig, UserError
 from tests.fakes.servers import FAKES, rollout_calls
 from workspace import Workspace
@@ -92,7 +92,9 @@ async def test_a_damaged_prompt_fails_against_the_good_one_and_a_margin_is_a_tol
 async def test_misses_over_the_budget_are_refused_before_any_rollout(
     tmp_path: Path, calls: Path, prompts: Path
 ) -> None:
-    with pytest.raises(UserError, match=r"needs 24 paid rollouts \(0 of 24 are cached\).*raise it to 24"):
+    with pytest.raises(
+        UserError, match=r"needs 24 paid rollouts \(0 of 24 are cached\).*raise it to 24"
+    ):
         await _check(tmp_path / "ws", candidate=str(prompts / "good.txt"), max_metric_calls=23)
     assert rollout_calls(calls) == []
     # What is cached is free: with the reference paid for, the candidate fits in 12.
@@ -101,7 +103,9 @@ async def test_misses_over_the_budget_are_refused_before_any_rollout(
     assert done.paid == 12 and done.cached == 12
 
 
-async def test_the_same_text_on_both_sides_is_sent_once_and_ties(tmp_path: Path, calls: Path) -> None:
+async def test_the_same_text_on_both_sides_is_sent_once_and_ties(
+    tmp_path: Path, calls: Path
+) -> None:
     result = await _check(tmp_path / "ws", candidate="baseline", split="train")
     assert result.paid == 24 and len(rollout_calls(calls)) == 24  # 24 train seeds, one text
     assert result.passed and (result.verdict.lift, result.verdict.ci_high) == (0.0, 0.0)
@@ -114,8 +118,14 @@ async def test_the_same_text_on_both_sides_is_sent_once_and_ties(tmp_path: Path,
         ({"candidate": "best"}, "`best` is the best candidate of a run: pass --run RUN_ID"),
         ({"candidate": '{"instructions": "x"}'}, "missing system_prompt; unknown instructions"),
         ({"candidate": "nope.txt"}, "no file, candidate id or side a check knows"),
-        ({"candidate": "0123456789abcdef"}, "no run of the workspace .* has a candidate 0123456789abcdef"),
-        ({"candidate": "baseline", "split": "val"}, "has no val seeds: pass --split with a split it has"),
+        (
+            {"candidate": "0123456789abcdef"},
+            "no run of the workspace .* has a candidate 0123456789abcdef",
+        ),
+        (
+            {"candidate": "baseline", "split": "val"},
+            "has no val seeds: pass --split with a split it has",
+        ),
     ],
 )
 async def test_usage_errors_name_the_fix(

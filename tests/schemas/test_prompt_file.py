@@ -70,7 +70,9 @@ def test_yaml_written_by_hand_reads_as_yaml_reads_it() -> None:
         ("# only a comment\n", "holds no component"),
     ],
 )
-def test_yaml_outside_the_subset_is_refused_naming_the_line_and_the_fix(text: str, fix: str) -> None:
+def test_yaml_outside_the_subset_is_refused_naming_the_line_and_the_fix(
+    text: str, fix: str
+) -> None:
     with pytest.raises(UserError, match="prompts.yaml") as caught:
         parse_components(text, "prompts.yaml")
     assert fix in str(caught.value)
@@ -88,14 +90,21 @@ def test_a_text_file_ends_with_a_line_break_that_is_not_part_of_the_text(tmp_pat
     write_prompt_file(path, {"system_prompt": "Hello"})
     assert path.read_text() == "Hello\n"
     # An editor's final newline (or none at all) gives the same text, a text's own kept.
-    for content, text in [("Hello\n", "Hello"), ("Hello", "Hello"), ("Hello\r\n", "Hello"), ("Hello\n\n", "Hello\n")]:
+    for content, text in [
+        ("Hello\n", "Hello"),
+        ("Hello", "Hello"),
+        ("Hello\r\n", "Hello"),
+        ("Hello\n\n", "Hello\n"),
+    ]:
         path.write_bytes(content.encode())
         assert read_prompt_file(path, component="instructions") == {"instructions": text}
 
 
 def test_several_components_need_a_mapping_format(tmp_path: Path) -> None:
     components = {"system_prompt": "a", "router": "b"}
-    with pytest.raises(UserError, match=r"2 components \(system_prompt, router\): name a .json or .yaml"):
+    with pytest.raises(
+        UserError, match=r"2 components \(system_prompt, router\): name a .json or .yaml"
+    ):
         prompt_file_text(tmp_path / "p.txt", components)
     assert json.loads(prompt_file_text(tmp_path / "p.json", components)) == components
 
@@ -121,7 +130,9 @@ def test_a_missing_prompt_file_names_itself(tmp_path: Path) -> None:
 
 
 def test_registry_uris_by_alias_and_by_version() -> None:
-    assert parse_registry_uri("prompts:/support@production") == RegistryRef("support", alias="production")
+    assert parse_registry_uri("prompts:/support@production") == RegistryRef(
+        "support", alias="production"
+    )
     assert parse_registry_uri("prompts:/support/3") == RegistryRef("support", version=3)
     assert RegistryRef("support", version=3).uri == "prompts:/support/3"
     for bad in ("prompts:/", "prompts:/a@", "prompts:/a/b", "prompt:/a@b", "prompts:/a@b/1"):
@@ -134,4 +145,6 @@ def test_a_registry_version_holds_one_text_or_the_json_of_several() -> None:
     text, tags = registry_text({"a": "x", "b": "y"})
     assert tags == {FORMAT_TAG: COMPONENTS_JSON}
     assert components_from_registry(text, tags, "v") == {"a": "x", "b": "y"}
-    assert components_from_registry("Hi", {}, "v", component="instructions") == {"instructions": "Hi"}
+    assert components_from_registry("Hi", {}, "v", component="instructions") == {
+        "instructions": "Hi"
+    }
