@@ -83,7 +83,9 @@ def test_the_main_jobs_best_is_checked_from_the_cache_and_a_damaged_prompt_fails
         "--max-metric-calls", str(BUDGET), "--seed", "0", cwd=tmp_path, env=env,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    run_id = next(line.split()[-1] for line in run.stdout.splitlines() if line.startswith("run id:"))
+    run_id = next(
+        line.split()[-1] for line in run.stdout.splitlines() if line.startswith("run id:")
+    )
     packet = json.loads((tmp_path / ".gepa" / "runs" / run_id / "evidence.json").read_text())
     promotion = packet["promotion"]
     assert promotion["measured_on"] == "holdout" and promotion["n"] >= HOLDOUT - 2

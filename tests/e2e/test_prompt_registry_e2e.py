@@ -65,7 +65,9 @@ def _client(url: str) -> Any:
     return MlflowClient(tracking_uri=url)
 
 
-def _export(run_id: str, workspace: Path, name: str, tracking: str) -> subprocess.CompletedProcess[str]:
+def _export(
+    run_id: str, workspace: Path, name: str, tracking: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*GEPA, "runs", "export", run_id, "--workspace", str(workspace), "--mlflow-prompt", name,
          "--mlflow", tracking],
