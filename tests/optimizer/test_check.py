@@ -173,6 +173,13 @@ async def test_a_runs_best_against_its_baseline_repeats_its_promotion_from_the_c
     )
     assert checked.recorded is not None and checked.drift == 0.0
     assert checked.seed == 4 and "run " + result.run_id in checked.seeds_from
+    # The container changed since (another verifier that scores the toy alike): everything is
+    # scored again on it, the report says why, and a lift that held is no drift.
+    changed = _toy().model_copy(update={"verifier": "exact"})
+    again = await _check(tmp_path / "ws", source=changed, run_id=result.run_id)
+    assert again.paid == 2 * promotion["n"] and len(rollout_calls(calls)) == paid + again.paid
+    assert any("the container changed since run" in w for w in again.warnings)
+    assert again.drift == 0.0
     # A candidate of the run by id, from anywhere in the workspace.
     by_id = await _check(tmp_path / "ws", candidate=result.best_candidate_id)
     assert by_id.candidate.components == result.evidence["best"]["components"]
