@@ -1,7 +1,9 @@
 """``gepa-runtime runs list | show RUN_ID | export RUN_ID [--output FILE]``: the runs of a workspace.
 
 ``export`` writes one JSON document: the run (config without secrets, status, budget, best),
-its evidence packet (``null`` until it completes), its candidates and every trial.
+its evidence packet (``null`` until it completes), its candidates and every trial. With
+``--prompt-file PATH`` and/or ``--mlflow-prompt NAME`` it puts the best candidate where the
+application loads its prompt instead (:mod:`optimizer.cli.export_prompt`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from optimizer.cli.export_prompt import add_prompt_flags, export_prompt
 from optimizer.cli.flags import add_workspace_flag
 from optimizer.runtime.results.report import promotion_summary
 from optimizer.service import Digests, candidate_views, run_view, trial_views
@@ -46,6 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="instead: write the best candidate of a DSPy container's run with DSPy's save "
         "(load it with program.load(FILE.json); needs the [dspy] extra)",
     )
+    add_prompt_flags(export)
     delete = commands.add_parser("delete", help="delete a run that is not running, and its folder")
     delete.add_argument("run_id")
     for command, func in ((listing, _list), (show, _show), (export, _export), (delete, _delete)):
@@ -202,6 +206,8 @@ async def export_run(ws: Workspace, run_id: str) -> dict[str, Any]:
 def _export(args: argparse.Namespace) -> int:
     if args.dspy:
         return _export_dspy(args)
+    if args.prompt_file or args.mlflow_prompt:
+        return export_prompt(args, _open(args))
 
     async def build() -> dict[str, Any]:
         async with _open(args) as ws:
