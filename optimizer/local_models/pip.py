@@ -1,7 +1,8 @@
 """pip as a child process: its whole output to a log, each line to the caller as it comes.
 
 Installs take minutes, so the caller turns pip's lines into progress (``on_line``) while the
-log keeps everything for the error message. ``ModelInstallError`` is what every install step
+log keeps everything, each line behind the seconds since pip started (where a slow install
+spent its time). ``ModelInstallError`` is what every install step
 raises: its message says what failed and where the full log is.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -44,6 +46,7 @@ def run_pip(
         shown = " ".join(f"{k}={v!r}" for k, v in (env or {}).items())
         fh.write(f"$ {shown + ' ' if shown else ''}{python} -m pip {' '.join(args)}\n")
         fh.flush()
+        started = time.monotonic()
         proc = subprocess.Popen(
             [python, "-m", "pip", *args],
             stdout=subprocess.PIPE,
@@ -56,7 +59,7 @@ def run_pip(
         assert proc.stdout is not None
         with proc.stdout:
             for line in proc.stdout:
-                fh.write(line)
+                fh.write(f"{time.monotonic() - started:7.1f}s {line}")
                 if on_line is not None:
                     on_line(line.rstrip("\n"))
         code = proc.wait()

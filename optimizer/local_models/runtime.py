@@ -1,10 +1,10 @@
 """The llama.cpp runtime: ``llama-cpp-python[server]`` built from its PyPI source, trimmed.
 
 The source distribution's default build compiles more than the server loads: the multimodal
-``mtmd`` library (with a 4 MB audio header), llama.cpp's ``common`` library (chat parsers,
-JSON, an HTTP client) and its tests' helpers. ``python -m llama_cpp.server`` loads only
-``libllama`` and the ggml libraries, so the build leaves the rest out; the compiled inference
-code, and so every answer, is the same. Progress (stage, compile steps done, elapsed) goes to
+``mtmd`` library (with a 4 MB audio header) and llama.cpp's ``common`` library (chat parsers,
+JSON, an HTTP client). ``python -m llama_cpp.server`` loads only ``libllama`` and the ggml
+libraries, so the build leaves the rest out; the compiled inference code, and so every answer,
+is the same (``bench/same_answers.py`` checks it). Progress (stage, compile steps done, elapsed) goes to
 a ``Progress`` while pip's whole output goes to a log.
 """
 
