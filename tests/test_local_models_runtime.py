@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,7 @@ def test_runtime_builds_portably_trimmed_without_the_wheel_cache_and_records_it(
 ) -> None:
     # The fake interpreter records what pip was asked, with which build settings.
     monkeypatch.setenv("CMAKE_ARGS", "-DUSER_FLAG=1")
+    monkeypatch.delenv("CMAKE_BUILD_PARALLEL_LEVEL", raising=False)
     seen = tmp_path / "seen.txt"
     python = fake_venv_python(
         tmp_path, f'echo "$CMAKE_ARGS|$CMAKE_BUILD_PARALLEL_LEVEL|$*" > {seen}'
@@ -45,7 +48,7 @@ def test_runtime_builds_portably_trimmed_without_the_wheel_cache_and_records_it(
     assert flags[0] == "-DUSER_FLAG=1"  # the user's flags come first: ours win
     assert {"-DGGML_NATIVE=OFF", "-DLLAVA_BUILD=OFF"} <= set(flags)
     assert any(f.startswith("-DCMAKE_PROJECT_llama.cpp_INCLUDE=") for f in flags)
-    assert int(parallel) >= 1
+    assert int(parallel) == (os.cpu_count() or 1) + 2  # as Ninja's default, for make too
     assert {"-v", "--no-cache-dir", "llama-cpp-python[server]==0.3.36"} <= set(args.split())
     stamp = (tmp_path / "venv" / "gepa-llama-cpp.build").read_text()
     assert stamp == "llama-cpp-python[server]==0.3.36 CMAKE_ARGS=-DGGML_NATIVE=OFF\n"
@@ -57,6 +60,7 @@ def test_runtime_install_shows_its_stages_and_how_far_the_compile_got(tmp_path: 
         "Collecting llama-cpp-python==0.3.36",
         "  Downloading llama_cpp_python-0.3.36.tar.gz (76.6 MB)",
         "  Installing build dependencies: started",
+        "  Installing collected packages: pathspec, packaging, scikit-build-core",
         "  Installing build dependencies: finished with status 'done'",
         "  *** Configuring CMake...",
         "  -- The C compiler identification is GNU 12.2.0",
@@ -72,20 +76,25 @@ def test_runtime_install_shows_its_stages_and_how_far_the_compile_got(tmp_path: 
     output.write_text("\n".join(pip_output) + "\n")
     python = fake_venv_python(tmp_path, f"cat {output}")
     lines: list[str] = []
-    progress = Progress(lines.append, every=0)
-    ensure_llama_cpp(tmp_path / "llama.log", python=str(python), progress=progress)
-    assert [line.split(" runtime: ")[1] for line in lines] == [
+    fetched = threading.Event()
+
+    def write(line: str) -> None:  # with whether the models may download yet
+        lines.append(f"{line.split(' runtime: ')[1]} {'(fetched)' if fetched.is_set() else ''}")
+
+    progress = Progress(write, every=0)
+    ensure_llama_cpp(tmp_path / "llama.log", python=str(python), progress=progress, fetched=fetched)
+    assert [line.strip() for line in lines] == [
         f"installing llama-cpp-python[server]==0.3.36 from source (log: {tmp_path}/llama.log)",
         "downloading the llama-cpp-python source",
-        "installing its build tools",
-        "configuring llama.cpp (cmake)",
-        "compiling llama.cpp 1/4",
-        "compiling llama.cpp 2/4",
-        "compiling llama.cpp 3/4",
-        "compiling llama.cpp 4/4",
-        "packing the wheel",
-        "installing it and the server's packages",
-        "installed",
+        "installing its build tools (fetched)",
+        "configuring llama.cpp (cmake) (fetched)",
+        "compiling llama.cpp 1/4 (fetched)",
+        "compiling llama.cpp 2/4 (fetched)",
+        "compiling llama.cpp 3/4 (fetched)",
+        "compiling llama.cpp 4/4 (fetched)",
+        "packing the wheel (fetched)",
+        "installing it and the server's packages (fetched)",
+        "installed (fetched)",
     ]
     assert "Successfully installed" in (tmp_path / "llama.log").read_text()
 

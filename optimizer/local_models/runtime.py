@@ -3,9 +3,9 @@
 The source distribution's default build compiles more than the server loads: the multimodal
 ``mtmd`` library (with a 4 MB audio header) and llama.cpp's ``common`` library (chat parsers,
 JSON, an HTTP client). ``python -m llama_cpp.server`` loads only ``libllama`` and the ggml
-libraries, so the build leaves the rest out; the compiled inference code, and so every answer,
-is the same (``bench/same_answers.py`` checks it). Progress (stage, compile steps done, elapsed) goes to
-a ``Progress`` while pip's whole output goes to a log.
+libraries, so the build leaves the rest out: the libraries it does build are the same machine
+code, and every answer is the same (``bench/same_answers.py`` checks it). Progress (stage,
+compile steps done, elapsed) goes to a ``Progress`` while pip's whole output goes to a log.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,15 +52,18 @@ _SERVER_MODULES = (
     "pydantic_settings",
 )
 _PART = "runtime"
-# pip -v's lines that start a stage of the install, and what the user is told.
+# pip -v's lines that start a stage of the install, and what the user is told. The build's own
+# pip (its build tools) and the build itself print indented lines; only pip's last stage, the
+# install of the wheel and the server's packages, is a line of its own at the left margin.
 _STAGES = (
-    (re.compile(r"^Downloading llama_cpp_python"), "downloading the llama-cpp-python source"),
-    (re.compile(r"^Installing build dependencies: started"), "installing its build tools"),
-    (re.compile(r"^\*\*\* Configuring CMake"), "configuring llama.cpp (cmake)"),
-    (re.compile(r"^\*\*\* Installing project into wheel"), "packing the wheel"),
+    (re.compile(r"^\s*Downloading llama_cpp_python"), "downloading the llama-cpp-python source"),
+    (re.compile(r"^\s*Installing build dependencies: started"), "installing its build tools"),
+    (re.compile(r"^\s*\*\*\* Configuring CMake"), "configuring llama.cpp (cmake)"),
+    (re.compile(r"^\s*\*\*\* Installing project into wheel"), "packing the wheel"),
     (re.compile(r"^Installing collected packages"), "installing it and the server's packages"),
 )
-_NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\] ")
+_DOWNLOADING = _STAGES[0][1]
+_NINJA_STEP = re.compile(r"^\s*\[(\d+)/(\d+)\] ")
 
 
 def llama_cpp_installed() -> bool:
@@ -77,7 +81,8 @@ def build_settings(folder: Path) -> dict[str, str]:
     """The environment pip's build of llama-cpp-python gets; writes its CMake hook in ``folder``.
 
     ``CMAKE_ARGS`` keeps any flags already in this process's environment and adds the
-    portable and the trimmed build's; ``CMAKE_BUILD_PARALLEL_LEVEL`` uses every core.
+    portable and the trimmed build's. ``CMAKE_BUILD_PARALLEL_LEVEL`` (unless set) is Ninja's
+    own default, two jobs more than cores, for the build tools that have no such default.
     """
     hook = folder / "skip-llama-common.cmake"
     hook.write_text(_SKIP_COMMON)
@@ -87,22 +92,24 @@ def build_settings(folder: Path) -> dict[str, str]:
         _TRIM_CMAKE_ARGS,
         f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={hook}",
     ]
-    return {
-        "CMAKE_ARGS": " ".join(filter(None, cmake)),
-        "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 1),
-    }
+    jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str((os.cpu_count() or 1) + 2)
+    return {"CMAKE_ARGS": " ".join(filter(None, cmake)), "CMAKE_BUILD_PARALLEL_LEVEL": jobs}
 
 
-def _reporter(progress: Progress) -> Callable[[str], None]:
-    """pip's lines to stages and compile steps."""
+def _reporter(progress: Progress, fetched: threading.Event) -> Callable[[str], None]:
+    """pip's lines to stages and compile steps; ``fetched`` is set past the download."""
+    downloading = False
 
     def on_line(line: str) -> None:
-        text = line.strip()
-        if m := _NINJA_STEP.match(text):
+        nonlocal downloading
+        if m := _NINJA_STEP.match(line):
             progress.count(_PART, "compiling llama.cpp", int(m.group(1)), int(m.group(2)))
             return
         for pattern, stage in _STAGES:
-            if pattern.match(text):
+            if pattern.match(line):
+                if downloading and stage != _DOWNLOADING:
+                    fetched.set()
+                downloading = stage == _DOWNLOADING
                 progress.step(_PART, stage)
                 return
 
@@ -110,7 +117,11 @@ def _reporter(progress: Progress) -> Callable[[str], None]:
 
 
 def ensure_llama_cpp(
-    log: Path, *, python: str | None = None, progress: Progress | None = None
+    log: Path,
+    *,
+    python: str | None = None,
+    progress: Progress | None = None,
+    fetched: threading.Event | None = None,
 ) -> bool:
     """Install ``llama-cpp-python[server]`` into this interpreter, built portably, if needed.
 
@@ -118,15 +129,24 @@ def ensure_llama_cpp(
     ``build_settings`` and without pip's wheel cache (a cached wheel may be a native build);
     a copy installed without the portable flags is rebuilt once. A failed build raises
     ``ModelInstallError`` naming the log. ``python`` (default: this interpreter) is the one
-    whose pip runs; ``progress`` shows the stages and the compile steps.
+    whose pip runs; ``progress`` shows the stages and the compile steps. ``fetched`` is set
+    once the source is downloaded (or nothing is to be), so that other downloads can wait
+    for it instead of slowing it.
     """
+    fetched = fetched or threading.Event()
+    try:
+        return _install(log, python, progress or Progress(), fetched)
+    finally:
+        fetched.set()
+
+
+def _install(log: Path, python: str | None, progress: Progress, fetched: threading.Event) -> bool:
     build = f"{LLAMA_CPP_REQUIREMENT} CMAKE_ARGS={LLAMA_CPP_CMAKE_ARGS}"
     stamp = _build_stamp(python)
     recorded = stamp.read_text().strip() if stamp.exists() else None
     installed = python is None and llama_cpp_installed()
     if installed and recorded == build:
         return False
-    progress = progress or Progress()
     progress.step(_PART, f"installing {LLAMA_CPP_REQUIREMENT} from source (log: {log})")
     # -v: pip passes the build's output on, where the compile steps are counted
     args = ["install", "-v", "--no-cache-dir", "--progress-bar", "off", LLAMA_CPP_REQUIREMENT]
@@ -139,7 +159,7 @@ def ensure_llama_cpp(
             f"installing {LLAMA_CPP_REQUIREMENT}",
             python=python or sys.executable,
             env=build_settings(Path(tmp)),
-            on_line=_reporter(progress),
+            on_line=_reporter(progress, fetched),
         )
     stamp.write_text(build + "\n")
     importlib.invalidate_caches()
