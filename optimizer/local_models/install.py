@@ -278,7 +278,7 @@ def install_models(
 
     Each part runs in its own thread; when one fails the others still finish (a model
     downloaded is kept), then the first failure is raised. The models download once the
-    runtime's source has: the build waits for that source, and nothing waits for the models.
+    runtime's source has: the build needs that source first, the models only at its end.
     """
     models_dir = models_dir or default_models_dir()
     progress = progress or Progress()
