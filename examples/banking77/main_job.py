@@ -57,7 +57,7 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
         }
         return
     _say(f"no OPENAI_API_KEY: local models (student 0.5B, reflection {args.reflection})")
-    _say("installing llama-cpp-python and the verified GGUF files (first time: ~10 minutes)")
+    _say("installing llama-cpp-python and the verified GGUF files (first time only: minutes)")
     install_models(student=True, reflection=args.reflection)
     with serve_models(
         student_port=free_port(), reflection_port=free_port(), reflection=args.reflection

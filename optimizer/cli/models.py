@@ -1,7 +1,7 @@
 """``gepa-runtime models install | serve | status``: local models for offline runs.
 
-``install`` builds llama-cpp-python's server into this interpreter if missing and fetches the
-pinned GGUF files (sha256-verified); ``serve`` runs the student and the reflection model on
+``install`` builds llama-cpp-python's server into this interpreter if missing while it fetches
+the pinned GGUF files (sha256-verified), with a line of progress per stage; ``serve`` runs the student and the reflection model on
 127.0.0.1 until Ctrl-C; ``status`` says what is installed and verified.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from optimizer.local_models import (
     LLAMA_CPP_REQUIREMENT,
     MODELS,
+    Progress,
     default_models_dir,
     install_models,
     llama_cpp_installed,
@@ -35,16 +36,17 @@ def _install(args: argparse.Namespace) -> int:
     everything = not args.student and args.reflection is None
     student = args.student or everything
     reflection = "1.5b" if everything else args.reflection
-    started = time.monotonic()
+    progress = Progress()
     paths = install_models(
         student=student,
         reflection=reflection,
         models_dir=_models_dir(args),
         runtime=not args.no_runtime,
+        progress=progress,
     )
     for role, path in paths.items():
         print(f"{role}: {path} (sha256 verified)")
-    print(f"done in {time.monotonic() - started:.1f}s")
+    print(f"done in {progress.elapsed():.1f}s")
     return 0
 
 

