@@ -10,6 +10,7 @@ from typing import Any
 
 from schemas.config import AUTO_LEVELS, RunConfig
 from schemas.exceptions import (
+    ActionRefused,
     BudgetExhausted,
     ContainerError,
     ContainerUnavailable,
@@ -94,6 +95,7 @@ __all__ = [
     "PHASES",
     "PROTOCOL",
     "WIRE_MODELS",
+    "ActionRefused",
     "BudgetExhausted",
     "CandidateRecord",
     "Component",
