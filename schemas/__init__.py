@@ -62,6 +62,7 @@ from schemas.records import (
     policy_key,
 )
 from schemas.scoring import Metric, Score
+from schemas.steering import ACTIONS, Action
 from schemas.template import (
     DEMOS_COMPONENT,
     SYSTEM_COMPONENT,
@@ -77,6 +78,7 @@ from schemas.template import (
 from schemas.usage import ModelUsage
 
 __all__ = [
+    "ACTIONS",
     "AUTO_LEVELS",
     "DEMOS_COMPONENT",
     "SYSTEM_COMPONENT",
@@ -95,6 +97,7 @@ __all__ = [
     "PHASES",
     "PROTOCOL",
     "WIRE_MODELS",
+    "Action",
     "ActionRefused",
     "BudgetExhausted",
     "CandidateRecord",

@@ -51,7 +51,8 @@ async def events_since(
 ) -> list[Event]:
     """Events with ``seq > after_seq`` in order, of one run (or all runs for ``None``);
     with ``types``, only events of those types."""
-    clauses, params = ["seq > ?"], [after_seq]
+    clauses: list[str] = ["seq > ?"]
+    params: list[object] = [after_seq]
     if run_id is not None:
         clauses.insert(0, "run_id = ?")
         params.insert(0, run_id)

@@ -21,8 +21,8 @@ from optimizer.gepa.strategies.acceptance import (
     AcceptanceCriterion,
     total,
 )
-from optimizer.runtime.search.deps import score_on_train
 from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import score_on_train
 from schemas import BudgetExhausted, CandidateRecord
 
 __all__ = ["MAX_REGATES", "MinibatchGate"]
@@ -70,6 +70,7 @@ class MinibatchGate:
             and candidate_id not in s.partial
             and candidate_id not in s.contenders
             and candidate_id not in self._gating
+            and candidate_id not in s.rejected
         )
 
     async def gate(
