@@ -111,6 +111,8 @@ class GepaSearch:
             self._scored = asyncio.create_task(self._take_in_baseline(self._scoring))
         self._stopping.start()
         self._stopping.baseline_in()
+        # A person's stop ends the search the moment the run reads it, not at the next poll.
+        forget = self._d.steering.on_change(lambda _: self._stopping.check())
         polling = asyncio.create_task(self._stopping.poll())
         workers = [asyncio.create_task(self._worker()) for _ in range(self._ctx.in_flight)]
         pending = self._pipeline.pending
@@ -124,6 +126,7 @@ class GepaSearch:
                 task.cancel()
             for stopper in signals:
                 stopper.uninstall()
+            forget()
         return self._ctx.stop or "stopped"
 
     async def _unless_baseline_fails(self, work: asyncio.Future[list[None]]) -> None:

@@ -53,12 +53,19 @@ class RunSteering:
         self._running = asyncio.Event()
         self._running.set()
         self._listeners: list[SteeringListener] = []
+        self._watchers: list[Callable[[Steering], None]] = []
         self._paused_at: float | None = None
         self._paused_total = 0.0
 
     def subscribe(self, listener: SteeringListener) -> None:
         """Call ``listener(event, steering)`` after each new action is folded in."""
         self._listeners.append(listener)
+
+    def on_change(self, watcher: Callable[[Steering], None]) -> Callable[[], None]:
+        """Call ``watcher(steering)`` at once (before any listener) each time an action is
+        folded in, e.g. to stop a search the moment a person says so; returns what removes it."""
+        self._watchers.append(watcher)
+        return lambda: self._watchers.remove(watcher)
 
     async def load(self) -> Steering:
         """Fold every action logged so far (a resumed run starts as its actions left it)."""
@@ -99,6 +106,8 @@ class RunSteering:
             self._paused_total += self._clock() - self._paused_at
             self._paused_at = None
             self._running.set()
+        for watcher in list(self._watchers):
+            watcher(self.state)
 
     @property
     def paused(self) -> bool:
