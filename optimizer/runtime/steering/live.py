@@ -53,7 +53,7 @@ class RunSteering:
         self._running = asyncio.Event()
         self._running.set()
         self._listeners: list[SteeringListener] = []
-        self._watchers: list[Callable[[Steering], None]] = []
+        self._watchers: list[Callable[[Steering], object]] = []
         self._paused_at: float | None = None
         self._paused_total = 0.0
 
@@ -61,7 +61,7 @@ class RunSteering:
         """Call ``listener(event, steering)`` after each new action is folded in."""
         self._listeners.append(listener)
 
-    def on_change(self, watcher: Callable[[Steering], None]) -> Callable[[], None]:
+    def on_change(self, watcher: Callable[[Steering], object]) -> Callable[[], None]:
         """Call ``watcher(steering)`` at once (before any listener) each time an action is
         folded in, e.g. to stop a search the moment a person says so; returns what removes it."""
         self._watchers.append(watcher)
