@@ -40,18 +40,24 @@ def parse_action(data: Any) -> Action:
             f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()
         )
         raise ActionRefused("invalid", f"invalid action: {problems}") from None
+    _require_fields(action)
+    return action
+
+
+def _require_fields(action: Action) -> None:
+    """``invalid`` naming the first field ``action`` needs and lacks (or leaves blank)."""
     needs = {"reject": ("candidate_id", "reason"), "pin": ("candidate_id",), "note": ("text",)}
     for name in needs.get(action.action, ()):
         value = getattr(action, name)
         if value is None or not str(value).strip():
             raise ActionRefused("invalid", f"{name}: {action.action} needs a non-empty {name}")
-    return action
 
 
 def check_action(
     action: Action, steering: Steering, run: RunRecord, candidates: Sequence[CandidateRecord]
 ) -> Action:
     """``action`` as it is recorded (its candidate's full id), if it fits the run now."""
+    _require_fields(action)
     rid = run.run_id
     if run.status == "completed":
         raise ActionRefused(
