@@ -4,6 +4,7 @@ what it records, and its refusals (exit code 2, naming the fix)."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from optimizer.cli import main
+from optimizer.cli.optimize import _console
+from optimizer.runtime.lifecycle.progress import ProgressBar
 from schemas import CandidateRecord, Event, RunConfig
 from workspace import Workspace
 
@@ -129,3 +132,19 @@ def test_a_missing_argument_is_a_usage_error(
         main(["runs", "reject", rid, CHILD, "--workspace", str(root)])
     assert exited.value.code == 2
     assert "the following arguments are required: --reason" in capsys.readouterr().err
+
+
+def test_a_run_in_this_terminal_shows_the_actions_it_takes_in(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bar = ProgressBar(stream=io.StringIO())
+    applied = {"action": "pause", "source": "console", "candidate_id": None, "paused": True}
+    bar(Event(seq=1, run_id="r", type="action_applied", data=applied))
+    assert bar.line().startswith("starting (paused)")
+    bar(Event(seq=2, run_id="r", type="action_applied", data={**applied, "paused": False}))
+    assert bar.line().startswith("starting ")
+    assert "(paused)" not in bar.line()
+    listener = _console(None)
+    rejected = {"action": "reject", "source": "cli", "candidate_id": CHILD, "paused": False}
+    listener(Event(seq=3, run_id="r", type="action_applied", data=rejected))
+    assert capsys.readouterr().err == f"steered: reject {CHILD} (from the cli)\n"
