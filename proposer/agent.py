@@ -13,7 +13,7 @@ from typing import Any
 
 from proposer.brief import Brief
 from proposer.client import UsageMeter
-from proposer.prompts import GUIDELINES, components_section, wins_table
+from proposer.prompts import GUIDELINES, components_section, notes_section, wins_table
 from proposer.render import is_failure, truncate
 from proposer.tools import TOOL_SPECS, Workspace
 from proposer.types import ProposerConfig
@@ -95,6 +95,8 @@ def agent_messages(brief: Brief, config: ProposerConfig) -> list[dict[str, Any]]
         "# Failures on the minibatch (one line each; list_failures shows details)\n"
         + _summary(brief)
     )
+    if brief.notes:
+        parts.append(notes_section(brief.notes))
     parts.append("Start by calling list_failures.")
     return [
         {"role": "system", "content": _system(config)},

@@ -8,7 +8,8 @@ the proposal nor write into the folder after it was read back.
 Its environment holds no secret but the ones named (``--proposer-env NAME``): a fixed set
 of harmless variables (``PATH``, ``HOME``, locale, terminal), the named ones, and
 ``GEPA_PROPOSAL_DIR`` / ``GEPA_TASK_FILE`` / ``GEPA_COMPONENT_FILES`` / ``GEPA_PROPOSAL_LOGS``
-(a folder outside the proposal where the agent may keep its own files; ``TMPDIR`` too).
+(a folder outside the proposal where the agent may keep its own files; ``TMPDIR`` too), and
+``GEPA_NOTES_FILE`` (``NOTES.md``) when the person running the optimization left notes.
 
 What it spent is read, in this order, from ``usage.json`` in the folder, else from the last
 line of its output that is a JSON object with usage figures (``cost_usd`` or

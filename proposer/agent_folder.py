@@ -2,7 +2,8 @@
 
 One folder per proposal. The agent edits ``components/<file>.txt`` in place; everything
 else is there to be read (``TASK.md``, ``failures.md``, ``traces/``, ``rollouts.json``,
-``frontier.md``, for a merge ``merge/B/``). Besides the editable component files it may
+``frontier.md``, for a merge ``merge/B/``, and ``NOTES.md`` when the person running the
+optimization left notes for this proposal: ``TASK.md`` quotes them too). Besides the editable component files it may
 write only ``rationale.md`` (why the edit) and ``usage.json`` (what it spent). Any other
 file created, changed or deleted, a read-only component edited or an editable one
 deleted or turned into a link refuses the proposal (``ProposalRejected``, reason
@@ -26,12 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proposer.brief import Brief, evidence_for
-from proposer.prompts import GUIDELINES, frontier_section, wins_table
+from proposer.prompts import GUIDELINES, frontier_section, notes_section, wins_table
 from proposer.render import is_failure, render_trace
 from schemas.exceptions import ProposalRejected
 
-__all__ = ["OUTPUT_FILES", "AgentFolder", "component_files"]
+__all__ = ["NOTES_FILE", "OUTPUT_FILES", "AgentFolder", "component_files"]
 
+NOTES_FILE = "NOTES.md"  # the person's notes, when there are any
 # Files the agent may create besides its component edits (read by proposer.agent_command).
 OUTPUT_FILES = ("rationale.md", "usage.json")
 EVIDENCE_TOKENS = 20000  # an agent reads files at its own pace: more than a chat prompt holds
@@ -92,6 +94,8 @@ class AgentFolder:
             other.mkdir(parents=True)
             for name, file in files.items():
                 (other / file).write_text(brief.parents[1].components.get(name, ""), "utf-8")
+        if brief.notes:
+            (path / NOTES_FILE).write_text(notes_section(brief.notes) + "\n", encoding="utf-8")
         (path / "TASK.md").write_text(task_text(brief, files, cap), encoding="utf-8")
         return cls(path, brief, files, _snapshot(path))
 
@@ -219,11 +223,17 @@ def task_text(brief: Brief, files: Mapping[str, str], cap: int) -> str:
         "successes to keep\n"
         "- `traces/`: the full trace of each failure\n"
         "- `rollouts.json`: the same rollouts as data\n"
-        "- `frontier.md`: the other candidates and where they win",
+        "- `frontier.md`: the other candidates and where they win"
+        + (
+            f"\n- `{NOTES_FILE}`: the notes above, from the person running this optimization"
+            if brief.notes
+            else ""
+        ),
+        notes_section(brief.notes, heading="##"),
         "## How to write the new text\n" + GUIDELINES,
         "## Reporting what you spent (optional)\n"
         'Write `usage.json` as `{"input_tokens": N, "output_tokens": N, "cost_usd": X}` '
         "(any of them), or print it as the last line of your output. Unreported usage is "
         "recorded as unknown.",
     ]
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join(part for part in parts if part) + "\n"

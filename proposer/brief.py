@@ -1,8 +1,9 @@
 """One proposal job, mutation or merge, in the single shape both modes work from.
 
 A ``Brief`` says where the draft starts (``base``), which components may change
-(``targets``), which candidates it descends from, and which rollouts are evidence (each
-tagged with the candidate it belongs to, ``"A"``/``"B"`` in a merge).
+(``targets``), which candidates it descends from, which rollouts are evidence (each
+tagged with the candidate it belongs to, ``"A"``/``"B"`` in a merge), and the notes of the
+person running the optimization (every mode shows them: ``prompts.notes_section``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from proposer.render import CHARS_PER_TOKEN, render_context, render_evaluations
-from proposer.types import CandidateView, ComponentSpec, Evaluation, MergeRequest, ProposalRequest
+from proposer.types import (
+    CandidateView,
+    ComponentSpec,
+    Evaluation,
+    MergeRequest,
+    PersonNote,
+    ProposalRequest,
+)
 from schemas.exceptions import ProposalRejected, UserError
 
 __all__ = ["Brief", "brief_for_merge", "brief_for_proposal", "evidence_for"]
@@ -32,6 +40,7 @@ class Brief:
     frontier: tuple[CandidateView, ...]
     existing_hashes: frozenset[str]
     context: tuple[Evaluation, ...] = ()  # the parent's other train rollouts (mutations only)
+    notes: tuple[PersonNote, ...] = ()  # the person's feedback
 
     @property
     def parent_ids(self) -> tuple[str, ...]:
@@ -80,6 +89,7 @@ def brief_for_proposal(request: ProposalRequest) -> Brief:
             for e in request.train_evaluations
             if e.seed not in {x.seed for x in request.evaluations}
         ),
+        notes=request.notes,
     )
 
 
@@ -104,6 +114,7 @@ def brief_for_merge(request: MergeRequest) -> Brief:
         + tuple(("B", e) for e in request.evaluations_b),
         frontier=(request.a, request.b),
         existing_hashes=request.existing_hashes,
+        notes=request.notes,
     )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proposer.agent_command import agent_environment, read_usage, run_command
-from proposer.agent_folder import AgentFolder
+from proposer.agent_folder import NOTES_FILE, AgentFolder
 from proposer.base import BaseProposer, Spent, Written
 from proposer.brief import Brief
 from proposer.proposer import Proposer
@@ -165,6 +165,7 @@ class ExternalProposer(BaseProposer[Spent]):
                 "GEPA_PROPOSAL_DIR": str(folder.path),
                 "GEPA_TASK_FILE": "TASK.md",
                 "GEPA_COMPONENT_FILES": " ".join(folder.editable_paths()),
+                **({"GEPA_NOTES_FILE": NOTES_FILE} if brief.notes else {}),
                 "GEPA_PROPOSAL_LOGS": str(logs),
                 "TMPDIR": str(logs),
             },

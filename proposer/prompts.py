@@ -4,22 +4,25 @@ This text is the product's quality. Every prompt explains the job (make the stud
 better on the failures shown *and on unseen cases like them*), shows the components with
 their kind and purpose, the evidence, and asks for the complete new text in a form the
 proposer can parse (in text mode ``<<<COMPONENT name`` ... ``>>>`` blocks first, then an
-optional one-line ``RATIONALE:``; tool calls in agent mode).
+optional one-line ``RATIONALE:``; tool calls in agent mode). The notes of the person running
+the optimization (``notes_section``) come right before the task, in every mode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from proposer.types import CandidateView, ComponentSpec
+from proposer.types import CandidateView, ComponentSpec, PersonNote
 
 __all__ = [
     "GUIDELINES",
+    "NOTES_HEADING",
     "PLACEHOLDER",
     "TEXT_SYSTEM",
     "components_section",
     "frontier_section",
     "names",
+    "notes_section",
     "output_format",
     "task_line",
     "wins_table",
@@ -47,6 +50,28 @@ The student reads this text on every call;
 - it is complete and ready to use as is: not a diff, not a list of changes, no placeholders.
 Often a good new version is the current text, tightened, with one precise rule per mistake \
 pattern."""
+
+
+NOTES_HEADING = "Notes from the person running this optimization"
+
+
+def notes_section(notes: Sequence[PersonNote], *, heading: str = "#") -> str:
+    """The person's notes as one section (``""`` when there are none).
+
+    They know the task beyond what the failures show (a policy, a case the verifier misses,
+    where to look next), so the model is told to follow them where they apply.
+    """
+    if not notes:
+        return ""
+    lines = [
+        f"{heading} {NOTES_HEADING}",
+        "They know this task beyond what the failures show. Follow their notes where they "
+        "apply; where a note and the failures disagree, the note wins.",
+    ]
+    for note in notes:
+        about = f" (about candidate {note.candidate_id} and the candidates built on it)"
+        lines.append(f"- {note.text.strip()}{about if note.candidate_id else ''}")
+    return "\n".join(lines)
 
 
 def _fence(text: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 from proposer.brief import Brief
 from proposer.client import UsageMeter
+from proposer.prompts import notes_section
 from proposer.render import is_failure, task_input, text_of, truncate
 from proposer.types import Evaluation, ProposerConfig
 from schemas.exceptions import ProposalRejected
@@ -70,9 +71,11 @@ def rule_messages(
     failures = _failures(brief, rng) if failures is None else failures
     items = "\n".join(_item(e) for e in failures) or "(no failure was shown)"
     user = "\n\n".join(
-        [
+        part
+        for part in [
             f"# The program\n{brief.program_description or '(no description given)'}",
             f"# An input the student got wrong\n{items}",
+            notes_section(brief.notes),
             "# Your task\nWrite one rule that makes the student answer inputs like this one "
             "correctly, without changing its answer for other kinds of inputs. Say what the "
             "input is about precisely (a few words, not its exact wording); if the feedback "
@@ -81,6 +84,7 @@ def rule_messages(
             "Answer with exactly one line in this form:\n"
             "RULE: If the input is about <what it is about>, the answer is <the correct answer>.",
         ]
+        if part
     )
     return [{"role": "system", "content": RULE_SYSTEM}, {"role": "user", "content": user}]
 

@@ -23,6 +23,7 @@ from proposer.prompts import (
     components_section,
     frontier_section,
     names,
+    notes_section,
     output_format,
     task_line,
     wins_table,
@@ -59,6 +60,7 @@ def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> l
                 role="B's version",
             ),
             evidence,
+            notes_section(brief.notes),
             f"# Your task\nWrite one version of {names(brief.targets)} that keeps what makes A "
             f"win on its seeds and what makes B win on its seeds. Find the instruction in each "
             f"version that explains its wins and combine them into one coherent text; where they "
@@ -72,6 +74,7 @@ def text_messages(brief: Brief, config: ProposerConfig, rng: random.Random) -> l
             "# Components\n" + components_section(brief.specs, brief.base, brief.targets),
             f"# How the current version (candidate {parent.candidate_id}) did on a minibatch\n{evidence}",
             frontier_section(brief.frontier, parent.candidate_id),
+            notes_section(brief.notes),
             f"# Your task\nImprove {names(brief.targets)} so that the student gets failures like "
             f"these right, on these inputs and on unseen ones like them, while keeping its "
             f"successes.\n\n{GUIDELINES}",
@@ -121,7 +124,9 @@ async def run_text(
     to write the block first (the cut-off answer is not sent back: it would fill the context).
     """
     messages = text_messages(brief, config, rng)
+    # A rule taken from the person's notes is an edit asked for, not an echo of the request.
     own = tuple(text for parent in brief.parents for text in parent.components.values())
+    own += tuple(note.text for note in brief.notes)
     shown = Shown(messages[-1]["content"], own)
     reply = await meter.chat(messages)
     try:

@@ -1,7 +1,8 @@
 """The values the optimizer hands to the proposer and gets back (frozen dataclasses).
 
-The optimizer builds a ``ProposalRequest`` (one parent, its minibatch rollouts, the frontier)
-or a ``MergeRequest`` (two candidates with complementary wins) and receives a ``Proposal``:
+The optimizer builds a ``ProposalRequest`` (one parent, its minibatch rollouts, the frontier,
+the notes a person wrote for it) or a ``MergeRequest`` (two candidates with complementary
+wins) and receives a ``Proposal``:
 the full component mapping of the new candidate, the model's rationale, the unified diff
 against the parent(s) and the usage the proposal cost.
 """
@@ -23,6 +24,7 @@ __all__ = [
     "ComponentSpec",
     "Evaluation",
     "MergeRequest",
+    "PersonNote",
     "Proposal",
     "ProposalRequest",
     "ProposerConfig",
@@ -70,6 +72,15 @@ class CandidateView:
 
 
 @dataclass(frozen=True)
+class PersonNote:
+    """A note from the person running the optimization, shown to the reflection model as
+    their feedback; ``candidate_id`` is the candidate whose lineage it is about, if any."""
+
+    text: str
+    candidate_id: str | None = None
+
+
+@dataclass(frozen=True)
 class ProposalRequest:
     """Ask for one mutation of ``parent`` from its minibatch rollouts."""
 
@@ -83,6 +94,7 @@ class ProposalRequest:
     # The parent's other train rollouts, already paid for (its full train evaluation): more
     # failures to learn from at no rollout cost. Shown after the minibatch, more briefly.
     train_evaluations: tuple[Evaluation, ...] = ()
+    notes: tuple[PersonNote, ...] = ()  # a person's feedback, shown in every mode
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,7 @@ class MergeRequest:
     evaluations_a: tuple[Evaluation, ...] = ()
     evaluations_b: tuple[Evaluation, ...] = ()
     existing_hashes: frozenset[str] = frozenset()
+    notes: tuple[PersonNote, ...] = ()  # a person's feedback, shown in every mode
 
 
 @dataclass(frozen=True)

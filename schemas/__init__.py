@@ -10,6 +10,7 @@ from typing import Any
 
 from schemas.config import AUTO_LEVELS, RunConfig
 from schemas.exceptions import (
+    ActionRefused,
     BudgetExhausted,
     ContainerError,
     ContainerUnavailable,
@@ -61,6 +62,7 @@ from schemas.records import (
     policy_key,
 )
 from schemas.scoring import Metric, Score
+from schemas.steering import ACTIONS, Action
 from schemas.template import (
     DEMOS_COMPONENT,
     SYSTEM_COMPONENT,
@@ -76,6 +78,7 @@ from schemas.template import (
 from schemas.usage import ModelUsage
 
 __all__ = [
+    "ACTIONS",
     "AUTO_LEVELS",
     "DEMOS_COMPONENT",
     "SYSTEM_COMPONENT",
@@ -94,6 +97,8 @@ __all__ = [
     "PHASES",
     "PROTOCOL",
     "WIRE_MODELS",
+    "Action",
+    "ActionRefused",
     "BudgetExhausted",
     "CandidateRecord",
     "Component",

@@ -6,7 +6,8 @@ control-flow signals that are not failures (``BudgetExhausted``).
 
     GepaError
     ├── UserError                 bad input or configuration; the message says what to fix
-    │   └── RunLeased             another live process is executing the run (its lease)
+    │   ├── RunLeased             another live process is executing the run (its lease)
+    │   └── ActionRefused         a person's action on a run: unknown id, wrong state, bad body
     ├── ContainerError            talking to a task container went wrong
     │   ├── RolloutFailed         a rollout failed after its retries (infrastructure fault)
     │   ├── ProtocolViolation     the peer broke gepa-container/1 (bad body, 4xx misuse)
@@ -24,6 +25,7 @@ from __future__ import annotations
 from schemas.usage import ModelUsage
 
 __all__ = [
+    "ActionRefused",
     "BudgetExhausted",
     "ContainerError",
     "ContainerUnavailable",
@@ -54,6 +56,19 @@ class RunLeased(UserError):
 
     The run itself is left as it is: the process that holds the lease owns its status.
     """
+
+
+class ActionRefused(UserError):
+    """A person's action on a run (pause, reject, pin, note, stop) that cannot be recorded.
+
+    ``kind`` says why, as the REST API answers it: ``"unknown"`` (no such run or candidate:
+    404), ``"conflict"`` (it does not fit the run's state, e.g. pausing a finished run: 409),
+    ``"invalid"`` (a missing or malformed field: 422). The message names the fix.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ContainerError(GepaError):

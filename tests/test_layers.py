@@ -8,6 +8,7 @@ The layers (``docs/architecture.md``), lowest first:
     1  transport                                 HTTP/1.1, chat clients, provider routing
     2  container, workspace, proposer           may import the above (and each other)
     3  optimizer.runtime.accounts               the budget, the plan, the event sink;
+       optimizer.runtime.steering               a person's actions on a run, folded;
        optimizer.local_models
     4  optimizer.runtime.tracking               the events mirrored into MLflow
     5  optimizer.runtime.rollouts               sending rollouts: client, queue, error gate
@@ -42,6 +43,7 @@ LAYERS: dict[str, int] = {
     "workspace": 2,
     "proposer": 2,
     "optimizer.runtime.accounts": 3,
+    "optimizer.runtime.steering": 3,
     "optimizer.local_models": 3,
     "optimizer.runtime.tracking": 4,
     "optimizer.runtime.rollouts": 5,

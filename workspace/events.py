@@ -12,6 +12,7 @@ the other, in ``seq`` order.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from schemas.records import Event
@@ -41,15 +42,28 @@ async def append_event(
     return Event(seq=rows[0][0], run_id=run_id, type=type, data=data, ts=ts)
 
 
-async def events_since(conn: Conn, run_id: str | None, after_seq: int, limit: int) -> list[Event]:
-    """Events with ``seq > after_seq`` in order, of one run (or all runs for ``None``)."""
-    where, params = (
-        ("seq > ?", [after_seq])
-        if run_id is None
-        else ("run_id = ? AND seq > ?", [run_id, after_seq])
-    )
+async def events_since(
+    conn: Conn,
+    run_id: str | None,
+    after_seq: int,
+    limit: int,
+    types: Sequence[str] | None = None,
+) -> list[Event]:
+    """Events with ``seq > after_seq`` in order, of one run (or all runs for ``None``);
+    with ``types``, only events of those types."""
+    clauses: list[str] = ["seq > ?"]
+    params: list[object] = [after_seq]
+    if run_id is not None:
+        clauses.insert(0, "run_id = ?")
+        params.insert(0, run_id)
+    if types is not None:
+        if not types:
+            return []
+        clauses.append(f"type IN ({','.join('?' * len(types))})")
+        params.extend(types)
     rows = await conn.fetchall(
-        f"SELECT seq, run_id, type, data, ts FROM events WHERE {where} ORDER BY seq LIMIT ?",
+        f"SELECT seq, run_id, type, data, ts FROM events WHERE {' AND '.join(clauses)} "
+        "ORDER BY seq LIMIT ?",
         (*params, max(0, limit)),
     )
     return [

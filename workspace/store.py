@@ -412,11 +412,17 @@ class Workspace:
         )
 
     async def events_since(
-        self, run_id: str | None, after_seq: int = 0, limit: int = 1000
+        self,
+        run_id: str | None,
+        after_seq: int = 0,
+        limit: int = 1000,
+        *,
+        types: Sequence[str] | None = None,
     ) -> list[Event]:
-        """Events after ``after_seq`` in order (of every run when ``run_id`` is ``None``)."""
+        """Events after ``after_seq`` in order (of every run when ``run_id`` is ``None``);
+        with ``types``, only events of those types (``limit`` counts those)."""
         async with self._db.read() as conn:
-            return await events.events_since(conn, run_id, after_seq, limit)
+            return await events.events_since(conn, run_id, after_seq, limit, types)
 
     # the run's files (see workspace.files)
 

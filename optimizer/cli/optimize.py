@@ -331,7 +331,8 @@ def _interrupted(
 
 
 def _console(bar: ProgressBar | None) -> Listener:
-    """The listener of a run in this terminal: the progress line, warnings, an --auto budget."""
+    """The listener of a run in this terminal: the progress line, warnings, an --auto budget,
+    a person's actions as the run takes them in."""
 
     def note(text: str) -> None:
         if bar is not None:
@@ -342,6 +343,10 @@ def _console(bar: ProgressBar | None) -> Listener:
     def on_event(event: Event) -> None:
         if event.type == "warning":
             note(f"warning: {event.data.get('message')}")
+        elif event.type == "action_applied":
+            data = event.data
+            about = f" {data['candidate_id']}" if data.get("candidate_id") else ""
+            note(f"steered: {data.get('action')}{about} (from the {data.get('source')})")
         elif event.type == "program" and (event.data.get("budget") or {}).get("auto"):
             budget = event.data["budget"]
             note(

@@ -1,5 +1,8 @@
 """``gepa-runtime runs list | show RUN_ID | export RUN_ID [--output FILE]``: the runs of a workspace.
 
+``runs pause | resume | reject | pin | unpin | note | stop`` steer a run as it goes
+(:mod:`optimizer.cli.steer`).
+
 ``export`` writes one JSON document: the run (config without secrets, status, budget, best),
 its evidence packet (``null`` until it completes), its candidates and every trial. With
 ``--prompt-file PATH`` and/or ``--mlflow-prompt NAME`` it puts the best candidate where the
@@ -19,6 +22,7 @@ from typing import Any
 
 from optimizer.cli.export_prompt import add_prompt_flags, export_prompt
 from optimizer.cli.flags import add_workspace_flag
+from optimizer.cli.steer import add_commands as add_steering_commands
 from optimizer.runtime.results.report import promotion_summary
 from optimizer.service import Digests, candidate_views, run_view, trial_views
 from schemas import RunRecord, UserError
@@ -32,7 +36,9 @@ PAGE = 1000
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``runs`` and its subcommands."""
-    parser = sub.add_parser("runs", help="list, show, export and delete the runs of a workspace")
+    parser = sub.add_parser(
+        "runs", help="list, show, export and delete the runs of a workspace, and steer them"
+    )
     commands = parser.add_subparsers(dest="runs_command", metavar="SUBCOMMAND", required=True)
     listing = commands.add_parser("list", help="every run, newest first")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -55,6 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     for command, func in ((listing, _list), (show, _show), (export, _export), (delete, _delete)):
         add_workspace_flag(command)
         command.set_defaults(func=func)
+    add_steering_commands(commands)
 
 
 def _open(args: argparse.Namespace) -> Workspace:

@@ -4,7 +4,8 @@ Every iteration's outcome is logged in GEPA's iteration log (:mod:`optimizer.gep
 under a key (the iteration, or the iteration and a suffix for a stack, a rebase or a text
 merge), so a resumed run replays it from the workspace instead of asking the reflection
 model again. A reflection call still
-pending when the search stops is dropped: it could change nothing.
+pending when the search stops is dropped: it could change nothing; while the run is paused,
+none starts.
 """
 
 from __future__ import annotations
@@ -94,7 +95,12 @@ class Candidates:
     async def _write(
         self, iteration: int, call: Callable[[], Awaitable[Proposal]]
     ) -> asyncio.Future[Proposal] | None:
-        """The proposer's answer, or None when the search stopped first (it could change nothing)."""
+        """The proposer's answer, or None when the search stopped first (it could change nothing).
+
+        A paused run starts no reflection call: the call waits here until it is resumed."""
+        await self._ctx.deps.steering.hold()
+        if self._ctx.stop is not None:
+            return None
         began = self.writing[iteration] = time.monotonic()
         writing = asyncio.ensure_future(call())
         halted = asyncio.ensure_future(self._ctx.stopped.wait())

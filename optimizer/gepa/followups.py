@@ -46,9 +46,10 @@ class LateralFollowUps:
 
         A child one of whose descendants now scores above it on train (a stack or merge of
         its edit with others) has been built on: the turns left on it are dropped, and the
-        proposals go where the search stands now.
+        proposals go where the search stands now. So are those of a child a person rejected.
         """
-        for stale in [cid for cid in self._queue if self._is_superseded(cid)]:
+        rejected = self._ctx.deps.state.rejected
+        for stale in [c for c in self._queue if c in rejected or self._is_superseded(c)]:
             del self._queue[stale]
         if not self._queue:
             return None

@@ -70,6 +70,7 @@ class MinibatchGate:
             and candidate_id not in s.partial
             and candidate_id not in s.contenders
             and candidate_id not in self._gating
+            and candidate_id not in s.rejected
         )
 
     async def gate(

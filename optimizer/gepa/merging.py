@@ -15,6 +15,7 @@ from optimizer.gepa.context import SearchContext
 from optimizer.gepa.gate import MinibatchGate
 from optimizer.gepa.ledger import evaluations_of
 from optimizer.gepa.merge3 import merge_components
+from optimizer.gepa.notes import PersonNotes, as_request_notes
 from optimizer.gepa.parents import common_ancestor
 from optimizer.gepa.strategies.merge import MergeStrategy, MergeView
 from optimizer.gepa.train_stage import TrainStage
@@ -36,8 +37,10 @@ class Merging:
         gate: MinibatchGate,
         candidates: Candidates,
         train: TrainStage,
+        notes: PersonNotes | None = None,
     ) -> None:
         self._ctx = ctx
+        self._notes = notes or PersonNotes(ctx)
         self._strategy = strategy
         self._gate = gate
         self._candidates = candidates
@@ -49,23 +52,28 @@ class Merging:
 
         Call under the context's lock: the strategy may draw from the run's ``random.Random``.
         """
+        state = self._ctx.deps.state
         view = MergeView(
-            frontier=self._ctx.deps.state.frontier,
+            frontier=state.frontier,
             lineage=self._ctx.lineage(),
             accepted_since_last=self._train.accepted_since_merge,
             merges_so_far=self._made,
+            rejected=frozenset(state.rejected),
         )
         pair = self._strategy.pair(view, rng)
-        if pair is None:
+        if pair is None or not view.allows(pair):
             return None
         self._train.accepted_since_merge = False
         self._made += 1
         return pair
 
     async def merge(self, iteration: int, pair: tuple[str, str], rotation: list[str]) -> bool:
-        """Merge ``pair``; True when it made a candidate. It is shown the seeds where the two
-        differ, or the iteration's ``rotation`` when they differ on none."""
+        """Merge ``pair``; True when it made a candidate (none when a person rejected one of
+        the two meanwhile). It is shown the seeds where the two differ, or the iteration's
+        ``rotation`` when they differ on none."""
         d = self._ctx.deps
+        if set(pair) & set(d.state.rejected):
+            return False
         ranked = [cid for cid, _ in d.state.ranked(list(pair))]
         a, b = (d.state.candidates[c] for c in (ranked if len(ranked) == 2 else pair))
         wins = d.state.frontier.wins()
@@ -79,6 +87,7 @@ class Merging:
         if child is None:
             res_a = await d.queue.evaluate(a.candidate_id, a.components, seeds)
             res_b = await d.queue.evaluate(b.candidate_id, b.components, seeds)
+            notes = self._notes.for_parents((a.candidate_id, b.candidate_id))
             request = MergeRequest(
                 program_description=d.description,
                 components=d.components,
@@ -87,6 +96,7 @@ class Merging:
                 evaluations_a=evaluations_of(res_a),
                 evaluations_b=evaluations_of(res_b),
                 existing_hashes=frozenset(c.content_hash for c in d.state.candidates.values()),
+                notes=as_request_notes(notes),
             )
             pair = (a.candidate_id, b.candidate_id)
             try:
@@ -95,6 +105,8 @@ class Merging:
                 )
             finally:
                 await self._candidates.written_out(iteration)
+            if child is not None:
+                self._notes.written(notes, child.candidate_id)
         if child is None:
             return False
         if await self._gate.gate(iteration, child, (a.candidate_id, b.candidate_id), seeds):

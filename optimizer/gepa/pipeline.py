@@ -135,6 +135,8 @@ class AcceptancePipeline:
     ) -> None:
         """Gate a child once against what it would be stacked on; if it passes, score it on train.
 
+        A child a person rejected while it waited is dropped unjudged.
+
         Those waiting for the same base are first tried together as one stacked candidate;
         otherwise the child is rebased when its best was replaced (``_accept_one``). A child
         whose edit adds nothing (``adds_words``) is dropped when siblings that add something
@@ -145,15 +147,11 @@ class AcceptancePipeline:
         try:
             if span is not None:
                 await self._gather(*span)
+            if self._room.is_rejected(entry):
+                await self._skip(entry, "a person rejected it")
+                return
             if not entry.adds and self._room.has_adding_siblings(entry):
-                await self._ctx.deps.events.emit(
-                    "skipped",
-                    {
-                        "iteration": entry.iteration,
-                        "candidate_id": entry.child.candidate_id,
-                        "reason": "its edit adds nothing and was written with edits that do",
-                    },
-                )
+                await self._skip(entry, "its edit adds nothing and was written with edits that do")
                 return
             async with self._ctx.accepting:
                 if entry.done or await self._stacking.stack(entry):
@@ -161,6 +159,17 @@ class AcceptancePipeline:
                 await self._accept_one(entry, parent_mb)
         finally:
             self._room.children.remove(entry)
+
+    async def _skip(self, entry: Waiting, reason: str) -> None:
+        """A waiting child leaves the pipeline unjudged (a ``skipped`` event says why)."""
+        await self._ctx.deps.events.emit(
+            "skipped",
+            {
+                "iteration": entry.iteration,
+                "candidate_id": entry.child.candidate_id,
+                "reason": reason,
+            },
+        )
 
     async def _gather(self, began: float, ended: float) -> None:
         """Wait a little for the proposals asked for together with the one asked at ``began``.

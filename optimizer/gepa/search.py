@@ -31,6 +31,7 @@ from optimizer.gepa.followups import LateralFollowUps
 from optimizer.gepa.gate import MinibatchGate
 from optimizer.gepa.ledger import FailureLedger, Shown, evaluations_of
 from optimizer.gepa.merging import Merging
+from optimizer.gepa.notes import PersonNotes, as_request_notes
 from optimizer.gepa.pipeline import TOGETHER_S, AcceptancePipeline, gather_deadline
 from optimizer.gepa.rebase import Rebaser
 from optimizer.gepa.stacking import Stacking
@@ -38,13 +39,14 @@ from optimizer.gepa.state import GepaState
 from optimizer.gepa.stopping import Stopping
 from optimizer.gepa.strategies import GepaStrategies
 from optimizer.gepa.strategies.batch_sampler import request_for
-from optimizer.gepa.strategies.candidate_selector import SelectionView
+from optimizer.gepa.strategies.candidate_selector import SelectionView, select_parent
 from optimizer.gepa.strategies.stop_condition import SignalStopper
 from optimizer.gepa.train_stage import TrainStage
 from optimizer.gepa.waiting import Waiting, WaitingRoom
 from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.baseline import BaselineScores
 from optimizer.runtime.search.deps import SearchDeps
+from optimizer.runtime.steering import Note
 from proposer import ProposalRequest
 from schemas import BudgetExhausted
 
@@ -80,7 +82,8 @@ class GepaSearch:
         self._pipeline = AcceptancePipeline(
             ctx, room, self._ledger, self._candidates, gate, stacking, rebaser, train
         )
-        self.merging = Merging(ctx, strategies.merge, gate, self._candidates, train)
+        self._notes = PersonNotes(ctx)
+        self.merging = Merging(ctx, strategies.merge, gate, self._candidates, train, self._notes)
         self._train = train
         self._iteration = 0
         self._open: dict[int, float] = {}  # iteration -> when shown, until its answer is in
@@ -98,8 +101,10 @@ class GepaSearch:
         await self._d.events.emit("strategies", self._s.names())
         if self._scoring is not None:
             self._scored = asyncio.create_task(self._take_in_baseline(self._scoring))
-        self._stopping.progress.started = time.monotonic()
+        self._stopping.start()
         self._stopping.baseline_in()
+        # A person's stop ends the search the moment the run reads it, not at the next poll.
+        forget = self._d.steering.on_change(lambda _: self._stopping.check())
         polling = asyncio.create_task(self._stopping.poll())
         workers = [asyncio.create_task(self._worker()) for _ in range(self._ctx.in_flight)]
         pending = self._pipeline.pending
@@ -115,6 +120,7 @@ class GepaSearch:
                 task.cancel()
             for stopper in signals:
                 stopper.uninstall()
+            forget()
         return self._ctx.stop or "stopped"
 
     async def _unless_baseline_fails(self, work: asyncio.Future[list[None]]) -> None:
@@ -174,11 +180,12 @@ class GepaSearch:
         ctx, d = self._ctx, self._d
         parent_id: str | None = None
         async with ctx.lock:
-            pair = self.merging.due(d.rng)
+            pinned = self._pinned()
+            pair = self.merging.due(d.rng) if pinned is None else None
             follow = None
             if pair is None:
-                follow = self._followups.next()
-                parent_id, broken = follow if follow else (self._parent(), [])
+                follow = self._followups.next() if pinned is None else None
+                parent_id, broken = follow if follow else (self._parent(pinned), [])
             if pair is not None or parent_id is not None:
                 self._iteration += 1
                 iteration = self._iteration
@@ -236,10 +243,19 @@ class GepaSearch:
             if settled is not None:
                 raise BudgetExhausted(f"metric-call budget: {settled}")
 
-    def _parent(self) -> str | None:
-        """The candidate selector's choice among the fully evaluated candidates; ``None``
-        when every frontier member's failures were all shown, or nothing is left to fix in
-        the best (``_is_nothing_to_fix``).
+    def _pinned(self) -> str | None:
+        """The candidate a person pinned, while it is one of the run's and not rejected: the
+        next proposals start from it (no merge, no follow-up in its place)."""
+        pinned, state = self._d.steering.state.pinned, self._d.state
+        if pinned is None or pinned not in state.candidates or pinned in state.rejected:
+            return None
+        return pinned
+
+    def _parent(self, pinned: str | None = None) -> str | None:
+        """The candidate selector's choice among the fully evaluated candidates (the
+        ``pinned`` one when a person pinned one: ``select_parent``); ``None`` when every
+        frontier member's failures were all shown, or nothing is left to fix in the best
+        (``_is_nothing_to_fix``), unless a candidate is pinned.
 
         Then what is being written or accepted may bring new failures (the caller waits for
         it); with nothing in flight the search stops when every member is retired
@@ -249,9 +265,9 @@ class GepaSearch:
         ledger, state = self._ledger, self._d.state
         frontier = state.frontier
         members, exhausted = set(frontier.wins()), ledger.exhausted()
-        if self._is_nothing_to_fix(members):
+        if pinned is None and self._is_nothing_to_fix(members):
             return None
-        if members <= exhausted:
+        if pinned is None and members <= exhausted:
             if ledger.open_proposals or self._pipeline.pending:
                 return None
             retired = ledger.retired(members)
@@ -266,8 +282,10 @@ class GepaSearch:
             exhausted=frozenset(exhausted),
             unasked=frozenset(m for m in members if ledger.is_unasked(m)),
             repeats=ledger.repeats,
+            pinned=pinned,
+            rejected=frozenset(state.rejected),
         )
-        return self._s.candidate_selector.select(view, self._d.rng)
+        return select_parent(self._s.candidate_selector, view, self._d.rng)
 
     def _is_nothing_to_fix(self, members: set[str]) -> bool:
         """Whether the reflection model found nothing to fix in the best and in the members
@@ -364,13 +382,15 @@ class GepaSearch:
                 "skipped", {"iteration": iteration, "reason": "parent is perfect on the minibatch"}
             )
             return False
-        request = await self._request(iteration, shown, parent_mb)
+        notes = self._notes.for_parents((parent_id,))
+        request = await self._request(iteration, shown, parent_mb, notes)
         try:
             child = await self._candidates.proposal(
                 iteration, "mutation", (parent_id,), lambda: d.proposer.propose(request)
             )
             if child is None:
                 return False
+            self._notes.written(notes, child.candidate_id)
             entry = Waiting(
                 iteration,
                 child,
@@ -388,9 +408,14 @@ class GepaSearch:
         return True
 
     async def _request(
-        self, iteration: int, shown: Shown, parent_mb: Mapping[str, SeedResult]
+        self,
+        iteration: int,
+        shown: Shown,
+        parent_mb: Mapping[str, SeedResult],
+        notes: Sequence[Note] = (),
     ) -> ProposalRequest:
-        """What the proposer is asked: the parent, its minibatch, the frontier, other failures."""
+        """What the proposer is asked: the parent, its minibatch, the frontier, other failures,
+        and the notes of the person running the optimization."""
         d, ctx, parent_id = self._d, self._ctx, shown.parent_id
         names = [c.name for c in d.components]
         target = self._s.component_selector.select(iteration, parent_id, names)
@@ -403,6 +428,7 @@ class GepaSearch:
             target_components=target,
             existing_hashes=self._candidates.settled_hashes(),
             train_evaluations=await self._ledger.brief(parent_id, shown.context),
+            notes=as_request_notes(notes),
         )
 
 

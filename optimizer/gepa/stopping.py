@@ -4,12 +4,15 @@ The parts of the search tell this object what they observe (a proposal written, 
 made, an iteration that made nothing, a candidate scored on train, what the budget or the
 failure ledger says) and it asks the conditions right after; the first reason stops the search
 (``SearchContext.halt``). Conditions that read the clock or the outside world (a timeout, a
-stop file, a signal) are also asked every ``POLL_S`` seconds while the search runs.
+stop file, a signal, a person's stop) are also asked every ``POLL_S`` seconds while the search
+runs. Before each asking, the progress takes in what the run's steering says: a person's stop,
+and how long the run was paused since the search started (not counted by ``--timeout``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from optimizer.gepa.context import SearchContext
 from optimizer.gepa.strategies.stop_condition import Perfect, SearchProgress, StopCondition
@@ -26,11 +29,20 @@ class Stopping:
         self._ctx = ctx
         self.condition = condition
         self.progress = SearchProgress()
+        self._paused_before = 0.0  # the run's paused time when the search started
+
+    def start(self) -> None:
+        """The search starts now: its clock, and the pauses it counts, start here."""
+        self.progress.started = time.monotonic()
+        self._paused_before = self._ctx.deps.steering.paused_s
 
     def check(self) -> bool:
         """Ask the conditions; True (and the search halted) when one gave a reason."""
         if self._ctx.stop is not None:
             return True
+        steering = self._ctx.deps.steering
+        self.progress.paused_s = steering.paused_s - self._paused_before
+        self.progress.stop_request = steering.state.stop_reason
         reason = self.condition.reason_to_stop(self.progress)
         if reason:
             self._ctx.halt(reason)

@@ -7,8 +7,10 @@ the data. Then each trial asks TPE for (instruction, demo set), scores that cand
 minibatch through the rollout queue (cache first, budget booked), and tells TPE the score.
 Every ``full_eval_every`` trials the best-so-far by minibatch mean is scored on the full
 train split, which feeds the frontier that heldout selection reads; the search ends on the
-budget (keeping room for a last full evaluation) or after ``max_idle_iterations`` trials in a
-row that only repeated (candidate, seed) pairs this search had already scored.
+budget (keeping room for a last full evaluation), after ``max_idle_iterations`` trials in a
+row that only repeated (candidate, seed) pairs this search had already scored, or when a
+person stops it (``gepa-runtime runs stop``: checked before each trial). A candidate a person
+rejected is never the best-so-far; a paused run asks for no instructions until resumed.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ class MiproSearch:
         idle, stop = 0, "stopped"
         try:
             while True:
+                if (asked := self._d.steering.state.stop_reason) is not None:
+                    stop = asked
+                    break
                 if not self._room_for_trial():
                     stop = "metric-call budget reached (room kept for the best's full train evaluation)"
                     break
@@ -148,6 +153,7 @@ class MiproSearch:
         )
         made = InstructionSet((), "", ModelUsage())
         if cfg.num_instructions > 1:
+            await d.steering.hold()
             made = await self._source.instructions(
                 InstructionRequest(
                     program_description=d.description,
@@ -261,7 +267,7 @@ class MiproSearch:
         ranked = [
             (mean_score(scores, list(scores)), i, cid)
             for i, (cid, scores) in enumerate(state.minibatch.items())
-            if scores and cid in state.candidates
+            if scores and cid in state.candidates and cid not in state.rejected
         ]
         if not ranked:
             return None

@@ -5,6 +5,8 @@ It knows no search method: a ``Runner`` is handed a ``Searches`` registry (see
 those below it):
 
 - :mod:`optimizer.runtime.accounts`: the budget, the plan it affords, the event sink;
+- :mod:`optimizer.runtime.steering`: a person's actions on a run (pause, reject, pin, note,
+  stop), recorded and folded;
 - :mod:`optimizer.runtime.tracking`: the events mirrored into MLflow;
 - :mod:`optimizer.runtime.rollouts`: the container client, the rollout queue, the error gate;
 - :mod:`optimizer.runtime.search`: what every search is given and shares (``SearchDeps``,

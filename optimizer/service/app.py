@@ -37,6 +37,7 @@ from optimizer.service.origin import LOOPBACK_HOSTS, SameOrigin
 from optimizer.service.pages import STATIC, index_page, run_page
 from optimizer.service.policy import RunPolicy
 from optimizer.service.sse import StreamSettings
+from optimizer.service.steering import steering_routes
 from optimizer.service.sweeps import sweep_routes
 from workspace import DatabaseURL, Workspace
 
@@ -100,6 +101,7 @@ def create_app(
     app = Starlette(
         routes=[
             *api_routes(),
+            *steering_routes(),
             *sweep_routes(),
             Route("/openapi.json", _openapi, methods=["GET"]),
             Route("/", index_page, methods=["GET"]),

@@ -25,10 +25,20 @@ import httpx
 from pydantic import SecretStr
 
 from optimizer.runtime.lifecycle.run_config import absolute_paths, stored_config
+from optimizer.runtime.steering import Steering, record_action
 from optimizer.searches import run_stored
 from optimizer.service.digest import Digests
 from optimizer.service.policy import PolicyRefusal, RunPolicy
-from schemas import Event, GepaError, RunConfig, RunLeased, RunRecord, RunStatus, UserError
+from schemas import (
+    Action,
+    Event,
+    GepaError,
+    RunConfig,
+    RunLeased,
+    RunRecord,
+    RunStatus,
+    UserError,
+)
 from workspace import Workspace, leased_message
 
 __all__ = ["OWNER_FILE", "RunConflict", "RunManager"]
@@ -174,6 +184,14 @@ class RunManager:
         active.task.cancel()
         await asyncio.wait([active.task])
         return await self.workspace.get_run(run_id)
+
+    async def act(self, run_id: str, action: Action) -> tuple[Event, Steering]:
+        """Record a person's action on ``run_id`` (``ActionRefused`` when it does not fit);
+        the stored event and the steering with it. The process executing the run, this
+        service or another, reads it from the log; followers of the run's events get it now."""
+        event, steering = await record_action(self.workspace, run_id, action)
+        self._on_event(event)
+        return event, steering
 
     async def delete(self, run_id: str) -> dict[str, int]:
         """Delete a run that is not running (rows and folder); counts of the rows deleted."""

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from optimizer.service.api import CreateRun
+from optimizer.service.steering import steering_openapi_paths
 from optimizer.service.sweeps import sweep_openapi_paths
 from schemas import CandidateRecord, Event, RolloutRecord, RunConfig, TrialView
 
@@ -108,6 +109,7 @@ def _paths() -> dict[str, Any]:
         **_run_paths(),
         **_rollout_paths(),
         **_output_paths(),
+        **steering_openapi_paths(),
         **sweep_openapi_paths(),
     }
 

@@ -7,7 +7,8 @@ import it, so a bench never reaches into the test suite (``tests/``):
 - :mod:`optimizer.testing.servers`: ``free_port``, ``wait_http`` and ``thread_server`` (an
   ASGI app served by uvicorn in a background thread);
 - :mod:`optimizer.testing.reflection`: ``reflection_app``, an OpenAI-compatible reflection
-  model that answers from the verifier feedback it is shown, deterministically;
+  model that answers from the verifier feedback it is shown, deterministically, in text, agent
+  and rule mode, records what it was asked, and holds its answers when told (``Hold``);
 - :mod:`optimizer.testing.toy`: the toy-labels program's files (its SDK container, its
   capacity container, its dataset and splits);
 - :mod:`optimizer.testing.processes`: ``toy_container``, the toy container as a real process,
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from optimizer.testing.postgres import fresh_schema
 from optimizer.testing.processes import rollout_calls, stop_process, toy_container
-from optimizer.testing.reflection import reflection_app, scripted_answer
+from optimizer.testing.reflection import Hold, reflection_app, scripted_answer
 from optimizer.testing.replicas import (
     HAPROXY_MISSING,
     KillAt,
@@ -41,6 +42,7 @@ from optimizer.testing.toy import CAPACITY_CONTAINER, TOY, TOY_CONTAINER, TOY_DA
 __all__ = [
     "CAPACITY_CONTAINER",
     "HAPROXY_MISSING",
+    "Hold",
     "TOY",
     "TOY_CONTAINER",
     "TOY_DATA",

@@ -7,12 +7,14 @@ search needs several steps. It writes ``rationale.md`` and prints its usage as t
 line of its output. Being a pure function of the folder, two identical runs propose alike.
 
     python scripted_agent.py [--outside-first N --state FILE] [--no-usage] [--echo-env NAME]
-        [--sleep S]
+        [--sleep S] [--record FILE]
 
 ``--state FILE`` counts its runs in FILE; ``--outside-first N`` makes the first N also write ``notes.txt``
 beside the components, which the runtime must refuse. ``--echo-env NAME`` puts the value
 of ``$NAME`` into its rationale (an agent that leaks a key). Every run records the names of
-the variables it saw in ``$GEPA_PROPOSAL_LOGS/env.json``.
+the variables it saw in ``$GEPA_PROPOSAL_LOGS/env.json``; ``--record FILE`` appends one JSON
+line per run to FILE: the person's notes it was given (``$GEPA_NOTES_FILE``, else null) and
+its ``TASK.md``.
 """
 
 from __future__ import annotations
@@ -53,9 +55,18 @@ def main() -> int:
     parser.add_argument("--no-usage", action="store_true")
     parser.add_argument("--echo-env")
     parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--record", type=Path)
     args = parser.parse_args()
     logs = Path(os.environ["GEPA_PROPOSAL_LOGS"])
     (logs / "env.json").write_text(json.dumps(sorted(os.environ)))
+    if args.record:
+        notes = os.environ.get("GEPA_NOTES_FILE")
+        asked = {
+            "notes": Path(notes).read_text() if notes else None,
+            "task": Path("TASK.md").read_text(),
+        }
+        with args.record.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(asked) + "\n")
     time.sleep(args.sleep)
     rollouts = json.loads(Path("rollouts.json").read_text())
     added: list[str] = []

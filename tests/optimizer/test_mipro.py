@@ -22,10 +22,11 @@ from optimizer.mipro import (
     surface_for,
     task_info,
 )
+from optimizer.runtime.steering import record_action
 from optimizer.searches import run_optimization
 from optimizer.testing.toy import TOY_SPLITS
 from proposer import InstructionRequest, InstructionSet
-from schemas import Demo, ModelUsage, Program, RolloutRecord, RunConfig, UserError
+from schemas import Action, Demo, ModelUsage, Program, RolloutRecord, RunConfig, UserError
 from tests.fakes.servers import FAKES
 from workspace import Workspace
 
@@ -255,3 +256,26 @@ async def test_search_stops_once_trials_only_repeat_what_it_scored(tmp_path: Pat
     }
     assert "search space covered" in packet["stop_reason"]
     assert all(t["paid"] == 0 for t in trials)  # the baseline's train rollouts were cached
+
+
+async def test_a_persons_stop_ends_the_mipro_search_before_its_next_trial(tmp_path: Path) -> None:
+    target = load_target(str(FAKES / "toy_template_container.py"))
+    app = create_app(target, splits=TOY_SPLITS)
+    config = RunConfig(
+        containers=["http://toy"], reflection_model="fake", method="mipro",
+        max_metric_calls=400, minibatch_size=4, num_instructions=2, num_demo_sets=2, seed=0,
+    )  # fmt: skip
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport) as http, Workspace(tmp_path) as ws:
+        run_id = (await ws.create_run(config)).run_id
+        await record_action(ws, run_id, Action(action="stop", reason="enough", source="cli"))
+        result = await run_optimization(
+            config,
+            workspace=ws,
+            run_id=run_id,
+            proposer=Instructions(),
+            http=http,  # type: ignore[arg-type]
+        )
+    packet = result.evidence
+    assert packet["stop_reason"] == "stopped by a person (cli): enough"
+    assert packet["mipro"]["trials"] == [] and result.status == "completed"

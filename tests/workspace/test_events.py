@@ -35,6 +35,23 @@ async def test_seq_is_monotonic_across_runs_and_resumable(ws: Workspace) -> None
     assert await ws.events_since(None) == appended
 
 
+async def test_events_of_given_types_only(ws: Workspace) -> None:
+    """``types`` keeps the events of those types (what a run reads its actions with), on
+    either engine; ``limit`` counts the kept ones."""
+    a = (await ws.create_run(CONFIG)).run_id
+    b = (await ws.create_run(CONFIG)).run_id
+    for i in range(12):
+        await ws.append_event(a if i % 2 else b, "action" if i % 3 == 0 else "tick", {"i": i})
+    actions = await ws.events_since(a, types=("action",))
+    assert [e.data["i"] for e in actions] == [3, 9]
+    assert [e.data["i"] for e in await ws.events_since(a, actions[0].seq, types=["action"])] == [9]
+    both = await ws.events_since(None, types=("action", "tick"), limit=4)
+    assert [e.data["i"] for e in both] == [0, 1, 2, 3]
+    assert [e.data["i"] for e in await ws.events_since(None, types=("action",))] == [0, 3, 6, 9]
+    assert await ws.events_since(a, types=()) == []
+    assert await ws.events_since(a, types=("nothing",)) == []
+
+
 async def test_concurrent_appends_get_distinct_ordered_seqs(ws: Workspace, run_id) -> None:
     events = await asyncio.gather(*(ws.append_event(run_id, "e", {"i": i}) for i in range(50)))
     stored = await ws.events_since(run_id)

@@ -11,7 +11,8 @@ acceptance criterion   ``acceptance``              strict_improvement, improveme
 proposal strategy      ``proposal``                sequential (1 in flight), in flight (K > 1)
 merge strategy         ``merge``                   complementary, none
 stop conditions        ``stop_condition``          composed: budget, full marks, patience, idle,
-                                                   converged, nothing to fix; timeout,
+                                                   converged, nothing to fix, a person's stop;
+                                                   timeout,
                                                    no improvement, score threshold, stop file,
                                                    signal
 =====================  ==========================  =============================================
@@ -75,6 +76,7 @@ from optimizer.gepa.strategies.stop_condition import (
     SignalStopper,
     StopCondition,
     StopFile,
+    StoppedByPerson,
     Timeout,
 )
 from optimizer.runtime.search.deps import SearchDeps
@@ -160,6 +162,7 @@ def stop_conditions_of(config: RunConfig, extra: Sequence[StopCondition] = ()) -
         IdleIterations(config.max_idle_iterations),
         Converged(),
         NothingToFix(),
+        StoppedByPerson(),
     ]
     if config.search_timeout_s is not None:
         conditions.append(Timeout(config.search_timeout_s))

@@ -10,6 +10,10 @@ of rules (its ``candidate_selection_strategy``), and so does ``--candidate-selec
 
 A selector sees a :class:`SelectionView` and the run's ``random.Random``; any object with a
 ``select(view, rng) -> candidate_id`` method is a selector (the Python API takes one).
+
+A person's choices come first (:func:`select_parent`): a candidate they pinned is the parent
+until they unpin it, whatever the rule; one they rejected is off the frontier and the ranking
+the view holds, and a selector of your own that still names it gets the best instead.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ __all__ = [
     "ParetoCandidateSelector",
     "SelectionView",
     "TopKParetoCandidateSelector",
+    "select_parent",
 ]
 
 
@@ -43,6 +48,8 @@ class SelectionView:
     already shown this round (another proposal would mostly write the same edit again);
     ``unasked``, the frontier members no proposal was shown a failure of yet this round;
     ``repeats``, per candidate, the proposals on it that only repeated a known text.
+    ``pinned`` is the candidate a person pinned (the parent until unpinned); ``rejected``,
+    those a person rejected (already off ``frontier`` and ``ranked``).
     """
 
     frontier: Frontier
@@ -50,6 +57,8 @@ class SelectionView:
     exhausted: frozenset[str] = frozenset()
     unasked: frozenset[str] = frozenset()
     repeats: Mapping[str, int] = field(default_factory=dict)
+    pinned: str | None = None
+    rejected: frozenset[str] = frozenset()
 
     @property
     def best(self) -> str | None:
@@ -64,6 +73,17 @@ class CandidateSelector(Protocol):
     def select(self, view: SelectionView, rng: random.Random) -> str:
         """The id of the parent; draw any randomness from ``rng`` (the run's, seeded)."""
         ...
+
+
+def select_parent(selector: CandidateSelector, view: SelectionView, rng: random.Random) -> str:
+    """The parent of the next mutation: the pinned candidate, else the selector's choice
+    (the best when that choice is a rejected candidate)."""
+    if view.pinned is not None and view.pinned not in view.rejected:
+        return view.pinned
+    chosen = selector.select(view, rng)
+    if chosen in view.rejected and view.best is not None:
+        return view.best
+    return chosen
 
 
 class ParetoCandidateSelector:
@@ -147,6 +167,8 @@ class TopKParetoCandidateSelector:
             exhausted=view.exhausted,
             unasked=view.unasked,
             repeats=view.repeats,
+            pinned=view.pinned,
+            rejected=view.rejected,
         )
         return ParetoCandidateSelector().select(narrowed, rng)
 

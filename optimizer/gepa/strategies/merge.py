@@ -10,7 +10,10 @@ the seeds where they differ (``optimizer.gepa.merging``). The strategy only choo
   drawn uniformly; at most ``max_merges`` in a run;
 - ``none``: never (``--use-merge false``).
 
-Any object with a ``pair(view, rng)`` method is a merge strategy.
+Any object with a ``pair(view, rng)`` method is a merge strategy. A candidate a person
+rejected is never merged: it is off the view's frontier, and the search drops a pair of your
+own strategy that names it (``MergeView.allows``); while a person has a candidate pinned,
+no merge is asked for (the next proposals start from the pinned candidate).
 """
 
 from __future__ import annotations
@@ -35,12 +38,18 @@ __all__ = [
 @dataclass(frozen=True)
 class MergeView:
     """What a merge strategy may read: the frontier, the lineage (candidate -> parents),
-    whether a child was accepted on train since the last merge, and merges made so far."""
+    whether a child was accepted on train since the last merge, merges made so far, and the
+    candidates a person rejected (already off the frontier)."""
 
     frontier: Frontier
     lineage: Mapping[str, Sequence[str]]
     accepted_since_last: bool
     merges_so_far: int
+    rejected: frozenset[str] = frozenset()
+
+    def allows(self, pair: tuple[str, str] | None) -> bool:
+        """Whether ``pair`` may be merged: neither candidate was rejected by a person."""
+        return pair is not None and not set(pair) & self.rejected
 
 
 @runtime_checkable

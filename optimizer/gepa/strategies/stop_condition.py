@@ -9,11 +9,13 @@ as gepa-ai's), and any object with a ``reason_to_stop(progress)`` method is one.
 
 Always on: the budget (``--max-metric-calls``, ``--max-cost-usd``), full marks on every train
 seed, ``--patience`` proposals without a better best (0: off), ``--max-idle-iterations`` that
-made no candidate, and the two rules that end a search with nothing left to try
-(:data:`CONVERGED`, :data:`NOTHING_TO_FIX`). Chosen by flags: ``--timeout SECONDS``,
+made no candidate, the two rules that end a search with nothing left to try
+(:data:`CONVERGED`, :data:`NOTHING_TO_FIX`), and a person's stop (:class:`StoppedByPerson`:
+``gepa-runtime runs stop``, the console, the REST API). Chosen by flags: ``--timeout SECONDS``,
 ``--stop-after-no-improvement N`` candidates, ``--score-threshold X`` (best train mean),
 ``--stop-file PATH``; a ``SIGUSR1`` to the process running the search
-(:class:`SignalStopper`, on in the CLI).
+(:class:`SignalStopper`, on in the CLI). Time the run spent paused does not count toward
+``--timeout``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "SignalStopper",
     "StopCondition",
     "StopFile",
+    "StoppedByPerson",
     "Timeout",
 ]
 
@@ -83,11 +86,13 @@ class SearchProgress:
     perfect: Perfect | None = None
     converged: bool = False  # every frontier member retired, nothing in flight
     nothing_to_fix_in: str | None = None  # the best, when nothing is left to fix in it
+    paused_s: float = 0.0  # seconds a person held the run paused since the search started
+    stop_request: str | None = None  # why a person stopped the search, if one did
 
     @property
     def elapsed_s(self) -> float:
-        """Seconds since the search started."""
-        return time.monotonic() - self.started
+        """Seconds since the search started, the time it was paused left out."""
+        return time.monotonic() - self.started - self.paused_s
 
 
 @runtime_checkable
@@ -208,6 +213,15 @@ class NothingToFix:
         """See the class docstring."""
         best = progress.nothing_to_fix_in
         return NOTHING_TO_FIX.format(best=best) if best is not None else None
+
+
+class StoppedByPerson:
+    """A person stopped the search (``gepa-runtime runs stop``, the console, the REST API):
+    the run goes on to promotion with the best so far, as at any other stop."""
+
+    def reason_to_stop(self, progress: SearchProgress) -> str | None:
+        """See the class docstring."""
+        return progress.stop_request
 
 
 class ScoreThreshold:

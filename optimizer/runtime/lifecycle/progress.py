@@ -1,5 +1,6 @@
 """A one-line progress display fed by run events: phase, paid calls / budget, best so far,
-and the adaptive concurrency limit while 429/503 answers hold it below ``--concurrency``."""
+the adaptive concurrency limit while 429/503 answers hold it below ``--concurrency``, and
+whether a person paused the run."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class ProgressBar:
         self.best: float | None = None
         self.candidates = 0
         self.in_flight: tuple[int, int] | None = None  # (limit, --concurrency) while cut
+        self.paused = False  # a person paused the run (``action_applied`` events)
         self._last = 0.0
 
     def __call__(self, event: Event) -> None:
@@ -45,6 +47,8 @@ class ProgressBar:
         elif event.type == "concurrency" and data.get("limit") is not None:
             limit, top = int(data["limit"]), int(data.get("max") or data["limit"])
             self.in_flight = (limit, top) if limit < top else None
+        elif event.type == "action_applied":
+            self.paused, notable = bool(data.get("paused")), True
         elif event.type == "frontier" and data.get("best"):
             self.best, notable = float(data["best"]["mean"]), True
         elif event.type == "scored" and self.best is None and data.get("mean") is not None:
@@ -60,8 +64,9 @@ class ProgressBar:
             bar = f"{self.paid} paid"
         best = "n/a" if self.best is None else f"{self.best:.3f}"
         limit = f" | in flight <= {self.in_flight[0]}/{self.in_flight[1]}" if self.in_flight else ""
+        phase = f"{self.phase} (paused)" if self.paused else self.phase
         return (
-            f"{self.phase:<20} {bar}, {self.cached} cached | candidates {self.candidates} "
+            f"{phase:<20} {bar}, {self.cached} cached | candidates {self.candidates} "
             f"| best train {best}{limit}"
         )
 

@@ -16,6 +16,11 @@ program it started on (same program id and components); a new fingerprint of tha
 reported and its rollouts are paid again (the cache key holds the fingerprint). The container is
 asked for its program again at every phase and every ``PROGRAM_CHECK_S`` seconds: a run whose
 container changed under it stops, since scores of two versions cannot be compared.
+
+A person steers a run as it executes (:mod:`optimizer.runtime.steering`): the execution folds
+the actions of its log when it starts (a run paused before a restart starts paused), reads
+new ones while it runs, and hands them to the rollout queue (a pause), the search state (a
+rejection, :mod:`optimizer.runtime.lifecycle.steered`) and the search (``SearchDeps.steering``).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from optimizer.runtime.lifecycle.run_config import (
     metric_call_limit,
     plan_event,
 )
+from optimizer.runtime.lifecycle.steered import SteeredRun
 from optimizer.runtime.results.evidence import EvidenceInputs, write_evidence
 from optimizer.runtime.results.promotion import Promotion, select_and_promote
 from optimizer.runtime.results.stats import promotion_rng
@@ -54,6 +60,7 @@ from optimizer.runtime.search.baseline import BaselineScores, score_baseline
 from optimizer.runtime.search.deps import ProposerLike, SearchDeps
 from optimizer.runtime.search.state import SearchState
 from optimizer.runtime.search.strategy import SearchMethod, SearchStart
+from optimizer.runtime.steering import RunSteering
 from proposer import ComponentSpec
 from proposer.external import proposer_for
 from schemas import (
@@ -135,6 +142,8 @@ class Run:
         self.watch: ProgramWatch | None = None  # set once the container served its program
         self.warnings: list[str] = []  # this execution's, for the report
         self.guard = RunGuard(record.run_id, workspace, self.events, held)
+        self.steering = RunSteering(workspace, record.run_id)
+        self.steered = SteeredRun(self.steering, workspace, self.events, record.run_id)
 
     async def phase(self, phase: str, **fields: Any) -> None:
         if self.watch is not None:
@@ -153,6 +162,18 @@ class Run:
         return await self.guard.run(self.execute)
 
     async def execute(self) -> RunResult:
+        """The run's phases, with a person's actions read as they come."""
+        await self.steering.load()
+        watch = asyncio.create_task(
+            self.steering.watch(self.guard.halt), name=f"steering:{self.record.run_id}"
+        )
+        try:
+            return await self._execute()
+        finally:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+
+    async def _execute(self) -> RunResult:
         cfg = self.config
         if self.held is not None and self.held.takeover is not None:
             previous, why = self.held.takeover.previous, self.held.takeover.reason
@@ -261,6 +282,7 @@ class Run:
             policy=Policy(model=cfg.task_model),
             error_gate=parts.gate,
             on_set_aside=functools.partial(self._seed_set_aside, parts),
+            hold=self.steering.hold,
         )
 
     async def _checkpoint(self, parts: _Parts) -> None:
@@ -280,6 +302,7 @@ class Run:
         holdouts = BackgroundHoldouts(
             queue, parts.state, parts.plan, parts.budget, parts.base.candidate_id, self.events
         )
+        self.steered.refresh_reserve = holdouts.refresh_reserve
         baseline = await self._baseline(queue, parts, holdouts)
         await self.phase("searching")
         try:
@@ -320,6 +343,7 @@ class Run:
             proposer_cost=lambda: parts.proposer.total_usage.cost_usd,
             refresh_reserve=holdouts.refresh_reserve,
             measure_if_settled=holdouts.settle_if_final,
+            steering=self.steering,
         )
 
     async def _write_evidence(
@@ -408,6 +432,7 @@ class Run:
         for record in await self.workspace.list_candidates(run_id):
             state.add(record)
         state.add(base)
+        self.steered.attach(state)
         return state, base
 
     async def _baseline(

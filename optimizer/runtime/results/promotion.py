@@ -74,6 +74,7 @@ class Promotion:
 
 def choose_on_train(state: SearchState, baseline_id: str) -> str:
     """The best train mean; a partially scored candidate only when it beats that for sure.
+    A candidate a person rejected is never chosen (``SearchState.ranked`` leaves it out).
 
     A partial candidate's scored seeds are not a fair sample: they start with the seeds of its
     gate, which were picked where its parent failed. So it wins only if its train mean with
@@ -85,7 +86,7 @@ def choose_on_train(state: SearchState, baseline_id: str) -> str:
     chosen, bar = best
     n = len(state.train_seeds)
     for cid, scores in state.partial.items():
-        if not scores or n == 0:
+        if not scores or n == 0 or cid in state.rejected:
             continue
         low = (sum(scores.values()) + _lowest_seen(state) * (n - len(scores))) / n
         if low > bar:

@@ -15,6 +15,10 @@ errored record: stored with its reason, never scored or cached, and counted by t
 (:mod:`optimizer.runtime.rollouts.gate`), which stops the run only when errors pass
 ``--max-error-rate``, and then says what they were and what to change.
 
+A paused run (:mod:`optimizer.runtime.steering`) sends nothing new: each worker awaits
+``hold()`` after it took a job and before it dispatches it; rollouts already sent finish and
+are committed.
+
 While it runs, the queue's workers hold a share of each container URL's adaptive limit
 (``client.join``; :mod:`optimizer.runtime.rollouts.limits`) and a :class:`LimitWatch` tells the run
 about those limits: ``concurrency`` events, and warnings while a URL rate-limits it.
@@ -84,6 +88,7 @@ class RolloutQueue:
         error_gate: ErrorGate | None = None,
         on_set_aside: Callable[[SetAside], Awaitable[None]] | None = None,
         watch_every_s: float = 1.0,
+        hold: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._client = client
         self._workspace = workspace
@@ -96,6 +101,7 @@ class RolloutQueue:
         self._policy_key = policy_key(self._policy)
         self._gate = error_gate or ErrorGate(max_rate=1.0)
         self._on_set_aside = on_set_aside  # told after the seed_set_aside event
+        self._hold = hold  # returns when the run may dispatch (a paused run waits there)
         # (background?, batch, index): a batch is sent in the order it was asked for, and
         # background work (the baseline's holdout) only when nothing else waits.
         self._jobs: asyncio.PriorityQueue[
@@ -338,6 +344,8 @@ class RolloutQueue:
         """Run jobs one at a time; ``lane`` gives this worker a connection pool of its own."""
         while True:
             _, _, _, job, future = await self._jobs.get()
+            if self._hold is not None:
+                await self._hold()
             if future.cancelled():
                 continue
             try:

@@ -13,7 +13,12 @@
 from __future__ import annotations
 
 from optimizer.runtime.search.baseline import BaselineScores, score_baseline
-from optimizer.runtime.search.deps import ProposerLike, SearchDeps, score_on_train
+from optimizer.runtime.search.deps import (
+    ProposerLike,
+    SearchDeps,
+    announce_frontier,
+    score_on_train,
+)
 from optimizer.runtime.search.frontier import (
     Frontier,
     build_frontier,
@@ -36,6 +41,7 @@ __all__ = [
     "SearchStart",
     "SearchState",
     "Searches",
+    "announce_frontier",
     "build_frontier",
     "dominates",
     "frontier_view",

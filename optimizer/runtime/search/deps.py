@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from optimizer.runtime.accounts.budget import Budget
@@ -18,11 +18,12 @@ from optimizer.runtime.accounts.events import EventSink
 from optimizer.runtime.rollouts.queue import RolloutQueue
 from optimizer.runtime.search.frontier import frontier_view
 from optimizer.runtime.search.state import SearchState
+from optimizer.runtime.steering import RunSteering
 from proposer import ComponentSpec, MergeRequest, Proposal, ProposalRequest
 from schemas import BudgetExhausted, ModelUsage, RunConfig
 from workspace import Workspace
 
-__all__ = ["ProposerLike", "SearchDeps", "score_on_train"]
+__all__ = ["ProposerLike", "SearchDeps", "announce_frontier", "score_on_train"]
 
 
 class ProposerLike(Protocol):
@@ -77,6 +78,9 @@ class SearchDeps:
     # train seeds at most: the run may then settle its winner, and says why (the search then
     # stops: ``BackgroundHoldouts.settle_if_final``).
     measure_if_settled: Callable[[int], Awaitable[str | None]] = _nothing
+    # A person's actions on the run: a pause to wait out before a reflection call, the pin,
+    # the notes and a stop the search's parts read (rejections are in ``state.rejected``).
+    steering: RunSteering = field(default_factory=RunSteering)
 
 
 async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str) -> None:
@@ -104,17 +108,28 @@ async def score_on_train(deps: SearchDeps, lock: asyncio.Lock, candidate_id: str
             # Another worker booked rollouts in between: look at what is left again.
     async with lock:
         previous = set(d.state.frontier.members())
-        frontier = d.state.set_train(candidate_id, {s: r.reward for s, r in results.items()})
+        d.state.set_train(candidate_id, {s: r.reward for s, r in results.items()})
         mean = d.state.train_mean(candidate_id)
-        best = d.state.best()
         d.refresh_reserve()
-    view = frontier_view(frontier)
-    await d.workspace.save_frontier(d.run_id, view["winners"], dict(frontier.best))
     top = d.state.train_best(candidate_id)
     await d.events.emit(
         "scored", {"candidate_id": candidate_id, "split": "train", "mean": mean, "best_seed": top}
     )
-    await d.events.emit(
+    await announce_frontier(d.workspace, d.events, d.run_id, d.state, previous)
+
+
+async def announce_frontier(
+    workspace: Workspace,
+    events: EventSink,
+    run_id: str,
+    state: SearchState,
+    previous: Collection[str] = (),
+) -> None:
+    """Save the state's frontier and emit it (``new``: members not in ``previous``)."""
+    frontier, best = state.frontier, state.best()
+    view = frontier_view(frontier)
+    await workspace.save_frontier(run_id, view["winners"], dict(frontier.best))
+    await events.emit(
         "frontier",
         {
             **view,

@@ -6,6 +6,10 @@ serialises its read-modify-write steps with its own lock.
 
 A seed set aside (:mod:`optimizer.runtime.rollouts.seed_failures`) leaves ``train_seeds`` and every
 score table, so no mean, frontier or comparison counts it; ``kept`` filters other splits.
+
+A candidate a person rejected (``rejected``, :mod:`optimizer.runtime.steering`) keeps its
+scores but leaves the frontier and the ranking: whatever the method, it is never a parent,
+never merged, never the best and never promoted.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ class SearchState:
     # Candidates a method says are no evidence on their mean (GEPA's unproven deletions):
     # ranked after every other, so never the best while another is scored.
     held_back: set[str] = field(default_factory=set)
+    # Candidates a person rejected, and why: off the frontier and out of the ranking.
+    rejected: dict[str, str] = field(default_factory=dict)
 
     def add(self, record: CandidateRecord) -> None:
         """Register a candidate (idempotent)."""
@@ -69,12 +75,18 @@ class SearchState:
                 scores.pop(note.seed, None)
         return self._rebuild()
 
+    def reject(self, candidate_id: str, reason: str) -> Frontier:
+        """A person rejected the candidate: off the frontier and the ranking from now on."""
+        self.rejected[candidate_id] = reason
+        return self._rebuild()
+
     def kept(self, seeds: Sequence[str]) -> list[str]:
         """``seeds`` without those set aside."""
         return [s for s in seeds if s not in self.set_aside]
 
     def _rebuild(self) -> Frontier:
-        self.frontier = build_frontier(self.train, self.train_seeds, self.order(), floor=self.floor)
+        scores = {cid: s for cid, s in self.train.items() if cid not in self.rejected}
+        self.frontier = build_frontier(scores, self.train_seeds, self.order(), floor=self.floor)
         return self.frontier
 
     def train_mean(self, candidate_id: str) -> float | None:
@@ -95,9 +107,13 @@ class SearchState:
     def ranked(self, among: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Fully evaluated candidates by train mean, best first; ties keep creation order.
 
-        A candidate ``held_back`` comes after every other."""
+        A candidate ``held_back`` comes after every other; a ``rejected`` one is left out."""
         ids = among if among is not None else self.order()
-        pairs = [(cid, self.train_mean(cid)) for cid in ids if cid in self.train]
+        pairs = [
+            (cid, self.train_mean(cid))
+            for cid in ids
+            if cid in self.train and cid not in self.rejected
+        ]
         scored = [(cid, m) for cid, m in pairs if m is not None]
         rank = {cid: i for i, cid in enumerate(self.order())}
         return sorted(scored, key=lambda p: (p[0] in self.held_back, -p[1], rank[p[0]]))

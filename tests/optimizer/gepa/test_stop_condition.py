@@ -115,6 +115,7 @@ def test_the_config_chooses_the_conditions_beside_the_built_in_ones() -> None:
         "IdleIterations",
         "Converged",
         "NothingToFix",
+        "StoppedByPerson",
     ]
     chosen = stop_conditions_of(
         RunConfig(
@@ -126,7 +127,7 @@ def test_the_config_chooses_the_conditions_beside_the_built_in_ones() -> None:
         ),
         [Converged()],
     )
-    assert [type(c).__name__ for c in chosen.conditions][6:] == [
+    assert [type(c).__name__ for c in chosen.conditions][7:] == [
         "Timeout",
         "NoImprovement",
         "ScoreThreshold",
