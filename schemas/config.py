@@ -13,10 +13,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-__all__ = ["AUTO_LEVELS", "RunConfig"]
+__all__ = ["AUTO_LEVELS", "BranchOf", "RunConfig"]
 
 AUTO_LEVELS = ("light", "medium", "heavy")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class BranchOf(BaseModel):
+    """Where a branched run starts: a candidate of another run of the same workspace, whose
+    components are the branch's baseline (``gepa-runtime runs branch``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str = Field(min_length=1)
+    candidate_id: str = Field(min_length=1)
 
 
 class RunConfig(BaseModel):
@@ -110,6 +120,9 @@ class RunConfig(BaseModel):
     # Experiment tracking (optimizer.runtime.tracking): an MLflow tracking server's URI; unset,
     # GEPA_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI of the running process is used if set.
     mlflow_tracking_uri: str | None = Field(default=None, min_length=1)
+    # A branch: the baseline is this candidate of that run instead of the program's own text
+    # (optimizer.runtime.lifecycle.branch); set by `runs branch` and POST .../branch.
+    branch_of: BranchOf | None = None
 
     @field_validator("proposer_env")
     @classmethod

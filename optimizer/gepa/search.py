@@ -42,9 +42,9 @@ from optimizer.gepa.strategies.candidate_selector import SelectionView
 from optimizer.gepa.strategies.stop_condition import SignalStopper
 from optimizer.gepa.train_stage import TrainStage
 from optimizer.gepa.waiting import Waiting, WaitingRoom
+from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.baseline import BaselineScores
 from optimizer.runtime.search.deps import SearchDeps
-from optimizer.runtime.rollouts.records import SeedResult
 from proposer import ProposalRequest
 from schemas import BudgetExhausted
 
@@ -355,7 +355,12 @@ class GepaSearch:
         d, parent_id = self._d, shown.parent_id
         await d.events.emit(
             "iteration",
-            {"iteration": iteration, "parent": parent_id, "minibatch": shown.minibatch},
+            {
+                "iteration": iteration,
+                "parent": parent_id,
+                "minibatch": shown.minibatch,
+                "context": shown.context,  # other failures it is shown briefly
+            },
         )
         parent = d.state.candidates[parent_id]
         parent_mb = await d.queue.evaluate(parent_id, parent.components, shown.minibatch)

@@ -1,12 +1,14 @@
 """What the tests of GEPA's parts share: a state built by hand, and the search's parts over it.
 
 Nothing here sends a rollout: the parts are driven directly on states whose scores the test
-writes (``lineage_state``), with no queue, workspace or event sink behind them.
+writes (``lineage_state``), with no queue or workspace behind them; what they announce is
+kept in memory (``Announced``).
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.gepa.search import GepaSearch
@@ -56,6 +58,16 @@ def add_candidate(state: SearchState, text: str, parents: list[str]) -> str:
     return record.candidate_id
 
 
+@dataclass
+class Announced:
+    """An event sink that keeps what it is told: (type, data) in order."""
+
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    async def emit(self, type: str, data: dict[str, Any] | None = None) -> None:
+        self.events.append((type, data or {}))
+
+
 def deps_for(state: SearchState, **config: Any) -> SearchDeps:
     """Search dependencies around ``state`` for tests that send no rollout."""
 
@@ -69,7 +81,7 @@ def deps_for(state: SearchState, **config: Any) -> SearchDeps:
         queue=None,  # type: ignore[arg-type]  # nothing is sent
         proposer=ScriptedProposer(),
         budget=Budget(),
-        events=None,  # type: ignore[arg-type]  # nothing is announced
+        events=Announced(),  # type: ignore[arg-type]  # kept in memory
         rng=random.Random(0),
         state=state,
         components=(ComponentSpec("system_prompt", "prompt"),),
