@@ -20,9 +20,11 @@ from pydantic import ValidationError
 from optimizer.runtime.tracking import URI_ENVS
 from schemas import RunConfig, UserError
 from schemas.env import config_env, read_env
+from workspace import DatabaseURL, Workspace, resolve_workspace
 
 __all__ = [
     "FLAGS",
+    "open_workspace",
     "add_config_flags",
     "add_workspace_flag",
     "config_from_args",
@@ -313,6 +315,23 @@ def add_workspace_flag(parser: argparse.ArgumentParser) -> None:
         help="workspace folder (SQLite) or postgresql://USER@HOST:PORT/DBNAME shared by several "
         "processes (env GEPA_WORKSPACE, default ./.gepa; see docs/postgres.md)",
     )
+
+
+def open_workspace(args: argparse.Namespace) -> Workspace:
+    """The ``--workspace`` of a command that reads runs, opened read-only when this process
+    may not write it (a writable one is opened as a writer so that an older schema is
+    migrated); a folder without a workspace is a ``UserError`` naming the fix."""
+    root = resolve_workspace(args.workspace)
+    if isinstance(root, DatabaseURL):  # a shared server: opened as a writer (it migrates)
+        return Workspace(root)
+    db = root / "workspace.sqlite"
+    if not db.is_file():
+        raise UserError(
+            f"no workspace at {root} (no workspace.sqlite): pass --workspace DIR (or GEPA_WORKSPACE), "
+            "or create a run with `gepa-runtime optimize create ...`"
+        )
+    writable = os.access(root, os.W_OK) and os.access(db, os.W_OK)
+    return Workspace(root, readonly=not writable)
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:

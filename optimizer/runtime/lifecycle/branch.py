@@ -15,7 +15,7 @@ the runs that branch from one run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +99,16 @@ async def create_branch(
     candidate: str,
     overrides: Mapping[str, Any],
     new_run_id: str | None = None,
+    *,
+    check: Callable[[RunConfig], None] | None = None,
 ) -> RunRecord:
     """Store a branch of ``run_id`` at ``candidate`` (an id or a unique prefix of one);
-    ``UserError`` for an unknown run or candidate, or overrides that make no valid config."""
+    ``UserError`` for an unknown run or candidate, or overrides that make no valid config.
+    ``check`` may refuse the config before it is stored (the caller's policy)."""
     record = await find_candidate(ws, run_id, candidate)
     config = branch_config(await ws.get_run(run_id), ws.root, record.candidate_id, overrides)
+    if check is not None:
+        check(config)
     return await create_with_inputs(ws, config, new_run_id, target_defaults=False)
 
 
