@@ -8,7 +8,7 @@ rule in a short request and a short answer: a call takes a quarter of the time. 
 proposer appends the rule to the target component, followed by the failing input it was
 written from, labelled with the rule's answer (``Example: "<input>" -> <answer>``): a small
 student follows a rule with one labelled example of it more often than the rule alone (the
-README's main job, design seed 10: lift +0.114 with examples against +0.067 without).
+benchmarks page has the main job's figures with and without).
 Every proposal is one targeted edit the gate judges on its own; the text grows one rule at a
 time, and rules that do not help are never accepted. A merge keeps the lines of both candidates (no model call).
 

@@ -11,11 +11,10 @@ after a timeout, a connection error or a 408/409/429/5xx answer (unless the serv
 minutes; a longer wait is not retried) or else 0.5 s doubling up to 8 s, less up to a quarter
 of jitter. The answer is the completion's JSON object, as sent. A server on this machine
 reached over plain ``http://`` without a proxy (llama.cpp, vLLM, Ollama, a test server) needs
-no TLS: its client trusts no certificate instead of loading the CA bundle (about 20 ms of
-CPU), so a redirect from there to ``https://`` fails rather than go unverified. It is also
+no TLS: its client trusts no certificate instead of loading the CA bundle (which costs CPU
+at start), so a redirect from there to ``https://`` fails rather than go unverified. It is also
 reached through :class:`transport.http11.PlainHTTPTransport`, as the container client reaches a
-plain-HTTP container, so a run against a local model never loads httpcore (about 30 ms of
-CPU).
+plain-HTTP container, so a run against a local model never loads httpcore.
 
 Errors, shaped as the ``openai`` package's so the caller maps them the same way::
 

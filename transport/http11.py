@@ -1,8 +1,8 @@
 """Plain ``http://`` as an httpx transport: HTTP/1.1 over asyncio, keep-alive, nothing more.
 
-httpx's own transport (httpcore over anyio, h11's parser) spent about 770 us of CPU per request
-against a local container where this one spends about 310 us, the same httpx client on top
-(``bench/cpu_profile.py --http``). The container client sends its rollouts through it
+It costs less CPU per request than httpx's own transport (httpcore over anyio, h11's parser),
+the same httpx client on top (``bench/cpu_profile.py --http`` measures both; the figures are
+on the benchmarks page). The container client sends its rollouts through it
 (:mod:`optimizer.runtime.rollouts.lanes`, plain HTTP without a proxy), and the chat client
 (:mod:`transport.chat_http`: the reflection model, the container's student) reaches a model on this
 machine through it, so a run never loads httpcore; anything but ``http://`` goes to the ``fallback``

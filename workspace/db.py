@@ -195,8 +195,8 @@ class Database:
 
     async def at_once(self, body: Callable[[Conn], Awaitable[T]]) -> T:
         """``body`` in one ``BEGIN IMMEDIATE ... COMMIT`` transaction run whole on the
-        connection's thread: one round trip to it instead of one per statement (each about
-        150 us of CPU), for the writes on the rollout queue's hot path.
+        connection's thread: one round trip to it instead of one per statement (each costs
+        a thread hop), for the writes on the rollout queue's hot path.
 
         ``body`` awaits nothing but its connection's statements, which run there at once;
         awaiting anything else is a ``WorkspaceError`` (and rolls the transaction back).

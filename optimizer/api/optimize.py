@@ -47,8 +47,8 @@ from optimizer.api.spec import (
     spec_call,
 )
 from optimizer.gepa import GepaMethod
-from optimizer.runtime.search.deps import ProposerLike
 from optimizer.runtime.lifecycle.embedded import EmbeddedContainer
+from optimizer.runtime.search.deps import ProposerLike
 from optimizer.runtime.search.strategy import SearchMethod
 from optimizer.searches import run_optimization
 from schemas import PromptTemplate, RunConfig, UserError

@@ -16,7 +16,6 @@ from optimizer.gepa.gate import MinibatchGate
 from optimizer.gepa.ledger import evaluations_of
 from optimizer.gepa.merge3 import merge_components
 from optimizer.gepa.parents import common_ancestor
-from optimizer.gepa.strategies.batch_sampler import BatchSampler
 from optimizer.gepa.strategies.merge import MergeStrategy, MergeView
 from optimizer.gepa.train_stage import TrainStage
 from proposer import MergeRequest
@@ -34,14 +33,12 @@ class Merging:
         self,
         ctx: SearchContext,
         strategy: MergeStrategy,
-        sampler: BatchSampler,
         gate: MinibatchGate,
         candidates: Candidates,
         train: TrainStage,
     ) -> None:
         self._ctx = ctx
         self._strategy = strategy
-        self._sampler = sampler
         self._gate = gate
         self._candidates = candidates
         self._train = train
@@ -65,14 +62,15 @@ class Merging:
         self._made += 1
         return pair
 
-    async def merge(self, iteration: int, pair: tuple[str, str]) -> bool:
-        """Merge ``pair``; True when it made a candidate."""
+    async def merge(self, iteration: int, pair: tuple[str, str], rotation: list[str]) -> bool:
+        """Merge ``pair``; True when it made a candidate. It is shown the seeds where the two
+        differ, or the iteration's ``rotation`` when they differ on none."""
         d = self._ctx.deps
         ranked = [cid for cid, _ in d.state.ranked(list(pair))]
         a, b = (d.state.candidates[c] for c in (ranked if len(ranked) == 2 else pair))
         wins = d.state.frontier.wins()
         differing = sorted(set(wins.get(a.candidate_id, ())) ^ set(wins.get(b.candidate_id, ())))
-        seeds = differing[:MERGE_MINIBATCH] or self._sampler.next_rotation()
+        seeds = differing[:MERGE_MINIBATCH] or rotation
         await d.events.emit(
             "iteration",
             {"iteration": iteration, "merge": [a.candidate_id, b.candidate_id], "minibatch": seeds},

@@ -72,6 +72,9 @@ class AcceptancePipeline:
         self._rebaser = rebaser
         self._train = train
         self.pending: set[asyncio.Task[None]] = set()  # children accepted in the background
+        # What ended a background acceptance other than the budget: the search stops and
+        # raises it once its workers are back (``GepaSearch.run``), as it would in the loop.
+        self.errors: list[Exception] = []
 
     def queue(self, entry: Waiting) -> None:
         """A child joins the waiting room (before its proposal stops counting as written)."""
@@ -105,7 +108,16 @@ class AcceptancePipeline:
             self._settle(self._gate_and_accept(entry, parent_mb, span), targets)
         )
         self.pending.add(task)
-        task.add_done_callback(self.pending.discard)
+        task.add_done_callback(self._settled)
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        """A background acceptance ended: an error is kept (the search raises it) and stops
+        the search, instead of being lost with its task."""
+        self.pending.discard(task)
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, Exception):
+            self.errors.append(error)
+            self._ctx.halt(f"accepting a child failed: {error}")
 
     async def _settle(self, accept: Awaitable[None], shown: Sequence[str]) -> None:
         try:

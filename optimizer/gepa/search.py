@@ -80,9 +80,7 @@ class GepaSearch:
         self._pipeline = AcceptancePipeline(
             ctx, room, self._ledger, self._candidates, gate, stacking, rebaser, train
         )
-        self.merging = Merging(
-            ctx, strategies.merge, strategies.batch_sampler, gate, self._candidates, train
-        )
+        self.merging = Merging(ctx, strategies.merge, gate, self._candidates, train)
         self._train = train
         self._iteration = 0
         self._open: dict[int, float] = {}  # iteration -> when shown, until its answer is in
@@ -110,6 +108,8 @@ class GepaSearch:
             # children still being accepted in the background, unless nothing can beat the best
             while pending and not self._ctx.solved:
                 await asyncio.gather(*list(pending))
+            if self._pipeline.errors:
+                raise self._pipeline.errors[0]
         finally:
             for task in [polling, *workers, *pending, *([self._scored] if self._scored else [])]:
                 task.cancel()
@@ -185,7 +185,7 @@ class GepaSearch:
                 rotation = self._s.batch_sampler.next_rotation()
                 best_at_start = ctx.best_id()
         if pair is not None:
-            return await self.merging.merge(iteration, pair)
+            return await self.merging.merge(iteration, pair, rotation)
         if parent_id is None:  # nothing new to show yet: wait for news (at once if halted)
             await self._news()
             return None

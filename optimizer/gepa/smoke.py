@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from optimizer.gepa.ledger import evaluations_of
-from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.rollouts.records import SeedResult
+from optimizer.runtime.search.deps import SearchDeps
 from proposer import CandidateView, ProposalRequest
 from schemas import CandidateRecord, ProposerError, candidate_id_for, content_hash
 

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from optimizer.runtime.accounts.budget import Budget, auto_metric_calls, resolve_metric_calls
-from optimizer.runtime.search.minibatch import MinibatchSampler
 from optimizer.runtime.results.stats import paired_bootstrap
+from optimizer.runtime.search.minibatch import MinibatchSampler
 from schemas import BudgetExhausted, RunConfig, UserError
 
 

@@ -97,7 +97,7 @@ class EmbeddedContainer:
         import uvicorn
 
         app = await asyncio.to_thread(self.build_app)
-        # IPPROTO_TCP named: asyncio sets TCP_NODELAY only then (else ~44 ms per reused answer).
+        # IPPROTO_TCP named: asyncio sets TCP_NODELAY only then (else Nagle delays reused answers).
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self._host, 0))

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import httpx
 
-from optimizer.runtime.search.deps import ProposerLike
 from optimizer.runtime.lifecycle.embedded import container_for
 from optimizer.runtime.lifecycle.lease import hold_lease
 from optimizer.runtime.lifecycle.run import Run, RunResult
 from optimizer.runtime.lifecycle.run_config import know_secrets, resumed_config, stored_config
 from optimizer.runtime.lifecycle.run_inputs import resolve_inputs
+from optimizer.runtime.search.deps import ProposerLike
 from optimizer.runtime.search.strategy import Searches, SearchMethod, method_of
 from optimizer.runtime.tracking import mlflow_tracking
 from schemas import RunConfig, RunLeased, UserError

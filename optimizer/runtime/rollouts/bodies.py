@@ -4,16 +4,16 @@ Requests: the queue sends one candidate to many seeds, so :class:`CandidateBody`
 and encodes the candidate's part of the JSON once and splices each seed in, instead of a
 request model built, validated, dumped and JSON-encoded again for every rollout.
 
-Answers: a container may answer a trace of any size. Before this module, memory grew ~60x the
-answer size: every rollout in flight held its whole body, a decoded copy, parsed objects and
-re-dumped copies at once, and every kept result held its full trace though only a capped
-form was stored. Now:
+Answers: a container may answer a trace of any size. Held naively, memory grows many times
+the answer size: every rollout in flight would hold its whole body, a decoded copy, parsed
+objects and re-dumped copies at once, and every kept result its full trace though only a
+capped form is stored. So:
 
 - a body is read as a stream and refused past the cap (nothing more is read; a declared
   ``Content-Length`` over it is refused before any read);
 - at most ``BIG_BODIES`` bodies over ``BIG_BODY_BYTES`` are held at once (the others wait
   before reading on), and they are parsed one at a time on one thread: each new thread
-  gets its own malloc arena, which keeps freed memory (+100 MB with a thread pool);
+  gets its own malloc arena, which keeps freed memory;
 - a trace over the workspace's trace cap is shrunk right after the parse, so only the
   capped form, exactly what the workspace stores, outlives it.
 """

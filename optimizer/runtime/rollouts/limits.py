@@ -1,9 +1,9 @@
 """Adaptive concurrency per container endpoint: AIMD on 429/503, shared by a process's runs.
 
 A container says it is over capacity with a 429 (rate limited) or a 503 (unavailable).
-Sending the same load again only earns more of them: against a container that takes 4
-rollouts at once, ``--concurrency 32`` at a fixed limit had 72% of its requests answered
-429. So each endpoint URL has one limit on the rollouts in flight to it, an
+Sending the same load again only earns more of them: against a container that takes a few
+rollouts at once, a high ``--concurrency`` at a fixed limit has most of its requests
+answered 429. So each endpoint URL has one limit on the rollouts in flight to it, an
 :class:`AdaptiveLimit`, that every queue worker asks for a slot before it sends:
 
 - It starts at the ``--concurrency`` of the run using it (of several runs: the sum of

@@ -6,7 +6,7 @@ first, and a method that finds enough there to show its proposals
 (``SearchMethod.starts_on_first_round``) starts on it at once; the rest of train is scored
 behind it (``BaselineScores.rest``), and the search judges no child before it is in. The first
 proposals are then written while the baseline's other rounds are scored, instead of after
-them (two rounds of 0.3 s in the race's runs of 24 train seeds at concurrency 8).
+them.
 
 The state's train row of the baseline holds the first round until the rest is in; the
 ``scored`` event is emitted once, for the full evaluation.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+from pathlib import Path
 
 from optimizer.gepa.ledger import FailureLedger
 from optimizer.gepa.strategies.batch_sampler import (
@@ -14,7 +16,9 @@ from optimizer.gepa.strategies.batch_sampler import (
     one_of_each,
 )
 from optimizer.runtime.search.minibatch import MinibatchSampler
+from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
 from tests.optimizer.gepa.parts import lineage_state, search_for
+from tests.optimizer.gepa.runs import LABELS, release_when_both_asked, whole_run
 
 FAILING = [f"{k}-{i}" for k in ("ant", "bee", "cow") for i in range(3)]  # three kinds, 3 each
 PASSING = [f"cat-{i}" for i in range(6)]
@@ -98,3 +102,74 @@ def test_every_seed_comes_once_per_epoch() -> None:
 def test_one_of_each_kind_comes_before_any_repeat() -> None:
     kinds = {"x1": "k1", "x2": "k1", "y1": "k2"}
     assert one_of_each(["x1", "x2", "y1", "z"], kinds) == ["x1", "y1", "z", "x2"]
+
+
+async def test_sequential_run_shows_the_parents_train_failures_and_pays_no_rollout_twice(
+    tmp_path: Path,
+) -> None:
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    result = await whole_run(tmp_path, container, proposer, proposals_in_flight=1)
+    assert result.promoted
+    assert max(container.calls.values()) == 1  # no (content, seed) reached the container twice
+    first = proposer.seen[0]
+    minibatch = {e.seed for e in first.evaluations}
+    context = {e.seed for e in first.train_evaluations}
+    # Other failures from the baseline's cached train evaluation (no rollout paid), bounded so
+    # that the gate can extend onto every one of them.
+    assert context and not context & minibatch
+    assert len(context) == CONTEXT_PER_MINIBATCH * len(minibatch)
+    assert all(e.reward == 0.0 and "expected" in e.feedback for e in first.train_evaluations)
+
+
+async def test_proposals_in_flight_at_once_are_shown_different_failures(tmp_path: Path) -> None:
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    watcher = release_when_both_asked(proposer)
+    await whole_run(tmp_path, container, proposer, proposals_in_flight=2)
+    await asyncio.wait_for(watcher, 5)
+    a, b = (
+        {e.seed for e in r.evaluations + r.train_evaluations if e.reward == 0.0}
+        for r in proposer.seen[:2]
+    )
+    # Twelve failing seeds are enough for two disjoint views: no failure is shown twice.
+    assert a and b and not a & b
+
+
+async def test_proposals_in_flight_are_shown_different_kinds_of_failure(tmp_path: Path) -> None:
+    # Two train seeds per label fail with the same feedback ("expected <label>"): one fix
+    # repairs both. Siblings shown different seeds of one label would write one fix twice.
+    labels = [f"{name}{i}" for name in ("ant", "bee", "cat") for i in range(4)]
+    container, proposer = RuleContainer(program(labels)), ScriptedProposer()
+    watcher = release_when_both_asked(proposer)
+    await whole_run(tmp_path, container, proposer, proposals_in_flight=2, max_metric_calls=150)
+    await asyncio.wait_for(watcher, 5)
+    a, b = (
+        {e.feedback for e in r.evaluations + r.train_evaluations if e.reward == 0.0}
+        for r in proposer.seen[:2]
+    )
+    assert len(a) >= 3 and len(b) >= 3
+    assert not a & b  # 12 kinds of failure are enough for two disjoint views
+
+
+async def test_writers_at_the_same_time_split_the_kinds_of_failure_between_them(
+    tmp_path: Path,
+) -> None:
+    # Six kinds of failure (two seeds each) and three writers asked at once: two kinds each,
+    # none shown twice, so the wave's three edits fix three different things.
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    holds = [proposer.hold(n) for n in (1, 2, 3)]
+
+    async def release() -> None:
+        while len(proposer.seen) < 3:
+            await asyncio.sleep(0.01)
+        for hold in holds:
+            hold.set()
+
+    releaser = asyncio.create_task(release())
+    await whole_run(tmp_path, container, proposer, proposals_in_flight=3, max_metric_calls=150)
+    await asyncio.wait_for(releaser, 5)
+    views = [
+        {e.feedback for e in r.evaluations + r.train_evaluations if e.reward == 0.0}
+        for r in proposer.seen[:3]
+    ]
+    assert [len(v) for v in views] == [2, 2, 2]
+    assert len(set().union(*views)) == 6

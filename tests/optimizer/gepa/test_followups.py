@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
+from schemas import Event
+from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
 from tests.optimizer.gepa.parts import TRADE, add_candidate, lineage_state, search_for
+from tests.optimizer.gepa.runs import whole_run
 
 
 @pytest.mark.parametrize(
@@ -75,3 +79,31 @@ async def test_a_follow_up_turn_taken_by_a_proposal_that_only_waited_is_given_ba
     while (queued := search._followups.next()) is not None:
         turns.append(queued[0])
     assert turns == [child, child]
+
+
+async def test_a_lateral_child_is_built_on_next_shown_the_seeds_it_broke(tmp_path: Path) -> None:
+    # ant and bee are look-alikes: with both lines the items of the one listed first get the
+    # other's label until a line tells them apart. Adding bee to a prompt with ant fixes bee's
+    # seeds and breaks ant's: no better on the mean, but the step the fix needs.
+    container = RuleContainer(
+        program(["ant", "bee", "cat", "cow"]), rivals={"ant": "bee", "bee": "ant"}
+    )
+    events: list[Event] = []
+    result = await whole_run(
+        tmp_path, container, ScriptedProposer(), events, proposals_in_flight=1, seed=3
+    )
+    parents, train, lateral = {}, {}, []
+    for i, e in enumerate(events):
+        if e.type == "gate" and e.data["accepted"]:
+            parents[e.data["candidate_id"]] = e.data["parent"]
+        if e.type == "scored" and e.data["split"] == "train":
+            cid = e.data["candidate_id"]
+            train[cid] = e.data["mean"]
+            if cid in parents and train[cid] <= train[parents[cid]]:
+                lateral.append((i, cid))
+    assert lateral
+    for i, cid in lateral:
+        follow = next(e.data for e in events[i:] if e.type == "iteration")
+        assert follow["parent"] == cid
+        assert follow["minibatch"][0].startswith("ant-")  # a seed the child broke comes first
+    assert result.promoted and max(train.values()) == 1.0  # the line telling them apart

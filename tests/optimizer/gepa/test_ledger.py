@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from optimizer.gepa.ledger import FailureLedger, Shown, failure_kind
 from optimizer.gepa.search import GepaSearch
 from optimizer.gepa.strategies.batch_sampler import BatchRequest
+from optimizer.gepa.strategies.stop_condition import CONVERGED
+from proposer import ProposalRequest
+from schemas import ProposalRejected
+from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
 from tests.optimizer.gepa.parts import lineage_state, search_for
+from tests.optimizer.gepa.runs import LABELS, drops_bee, whole_run, without_bee
 
 SCORES = {"parent": {"ant-0": 0.0, "bee-0": 0.0, "cow-0": 0.0, "cat-0": 1.0, "cat-1": 1.0}}
 KINDS = {s: f"kind:{s[:3]}" for s in ("ant-0", "bee-0", "cow-0")}
@@ -119,3 +126,55 @@ def test_a_second_round_on_a_member_shows_every_proposal_what_no_answer_found_no
     again = [_shown(search, parent) for _ in range(2)]
     assert again[0] is not None and again[1] is not None
     assert again[0].minibatch[0] == again[1].minibatch[0] == spoilt.minibatch[0]
+
+
+async def test_a_dropped_line_written_again_is_not_taken_for_nothing_new(tmp_path: Path) -> None:
+    # The baseline lacks dog (``drops_bee``). The first answer drops the bee line: that
+    # child ties the baseline on train. The second answer drops it again, a duplicate of that
+    # child: an error written twice, not "nothing to fix", so the failures are asked again
+    # and dog is added.
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        if n <= 2:
+            return without_bee(request)
+        return f"{request.parent.components['system_prompt']}\n- dog" if n == 3 else None
+
+    _, proposer, events, train = await drops_bee(tmp_path, ["ant", "bee", "cat", "dog"], answer)
+    baseline, dropped = list(train)[:2]
+    assert train[dropped] == train[baseline]
+    rejected = [e.data["reason"] for e in events if e.type == "proposal_rejected"]
+    assert rejected[0] == "duplicate"
+    assert len(proposer.seen) >= 3
+    assert max(train.values()) > train[baseline]  # dog was added
+
+
+async def test_a_run_asks_again_after_a_refused_answer(tmp_path: Path) -> None:
+    # The first answer is cut off after every failure was shown; the search asks again.
+    def cut_off_first(labels: list[str], n: int) -> str:
+        if n == 1:
+            raise ProposalRejected("cut_off", "the answer ran out of tokens")
+        return labels[0]
+
+    proposer = ScriptedProposer(pick=cut_off_first)
+    result = await whole_run(
+        tmp_path,
+        RuleContainer(program(LABELS[:2])),
+        proposer,
+        proposals_in_flight=1,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    assert "scores full marks on every train seed" in result.evidence["stop_reason"]
+    assert len(proposer.seen) >= 3
+
+
+async def test_an_answer_that_goes_back_to_an_older_text_is_not_taken_for_nothing_new(
+    tmp_path: Path,
+) -> None:
+    # The second proposal drops the line the first added: its text is the baseline's, a
+    # duplicate of the parent's ancestor. That is a regression, not a model that saw the
+    # failures and found nothing to write: the search goes on and solves the rest.
+    container, proposer = RuleContainer(program(["ant", "bee"])), ScriptedProposer()
+    proposer.drops = frozenset({2})
+    result = await whole_run(tmp_path, container, proposer, proposals_in_flight=1, patience=0)
+    assert result.evidence["stop_reason"] != CONVERGED
+    assert "full marks" in result.evidence["stop_reason"]

@@ -30,8 +30,11 @@ from optimizer.gepa.strategies.stop_condition import (
     StopFile,
     Timeout,
 )
-from schemas import RunConfig
+from proposer import ProposalRequest
+from schemas import Event, ProposalRejected, RunConfig
+from tests.fakes.scripted import BASELINE, FEEDBACK, RuleContainer, ScriptedProposer, program
 from tests.optimizer.gepa.parts import add_candidate, lineage_state, search_for
+from tests.optimizer.gepa.runs import LABELS, junk_child, release_when_both_asked, whole_run
 
 
 def test_each_condition_reads_its_own_observation() -> None:
@@ -193,3 +196,170 @@ def test_a_stopped_search_keeps_its_first_reason() -> None:
 def test_the_config_refuses_a_nonpositive_limit(field: str) -> None:
     with pytest.raises(ValueError, match=field):
         RunConfig(**{field: 0})
+
+
+async def test_the_search_stops_once_a_candidate_is_perfect_on_train(tmp_path: Path) -> None:
+    container, proposer = RuleContainer(program(LABELS)), ScriptedProposer()
+    result = await whole_run(
+        tmp_path, container, proposer, proposals_in_flight=1, max_idle_iterations=50
+    )
+    assert "full marks on every train seed" in result.evidence["stop_reason"]
+    assert result.evidence["best"]["train"] == 1.0
+    assert result.evidence["rollouts"]["paid"] < 400  # budget left: nothing to improve
+
+
+async def test_the_search_stops_when_proposals_stop_improving_the_best(tmp_path: Path) -> None:
+    # Every proposal adds a new line that fixes nothing: new candidates, never a better one.
+    container = RuleContainer(program(LABELS))
+    proposer = ScriptedProposer(pick=lambda labels, n: f"zzz{n}")
+    events: list[Event] = []
+    result = await whole_run(
+        tmp_path,
+        container,
+        proposer,
+        events,
+        proposals_in_flight=1,
+        patience=4,
+        max_idle_iterations=50,
+    )
+    reason = result.evidence["stop_reason"]
+    assert "no better candidate in the last 4 proposals" in reason and "--patience 4" in reason
+    assert len(proposer.seen) == 4
+    # Off (0), the same run goes on until the idle rule or the budget ends it.
+    other = tmp_path / "off"
+    other.mkdir()
+    container2 = RuleContainer(program(LABELS))
+    proposer2 = ScriptedProposer(pick=lambda labels, n: f"zzz{n}")
+    result2 = await whole_run(
+        other,
+        container2,
+        proposer2,
+        proposals_in_flight=1,
+        patience=0,
+        max_idle_iterations=50,
+        max_metric_calls=120,
+    )
+    assert "patience" not in result2.evidence["stop_reason"] and len(proposer2.seen) > 4
+
+
+@pytest.mark.parametrize("in_flight", [1, 4])
+async def test_the_search_stops_once_every_failure_was_shown_and_nothing_new_came_of_it(
+    tmp_path: Path, in_flight: int
+) -> None:
+    # The reflection model keeps the text as it is, whatever it is shown.
+    def keep(labels: list[str], n: int) -> str:
+        raise ProposalRejected("unchanged", "the text already says what it should")
+
+    container = RuleContainer(program(LABELS))
+    proposer = ScriptedProposer(pick=keep)
+    result = await whole_run(
+        tmp_path,
+        container,
+        proposer,
+        proposals_in_flight=in_flight,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    assert result.evidence["stop_reason"] == CONVERGED
+    shown = {
+        m.group(1)
+        for request in proposer.seen
+        for e in (*request.evaluations, *request.train_evaluations)
+        if (e.reward or 0.0) < 1.0 and (m := FEEDBACK.search(e.feedback))
+    }
+    assert shown == set(LABELS)  # every failure of the baseline, before it stopped
+    # Far fewer calls than the idle rule would have let it make; with four in flight, no
+    # writer was sent to repeat a failure while the others were still being written.
+    assert len(proposer.seen) <= len(LABELS)
+
+
+async def test_the_search_stops_when_nothing_is_left_to_fix_in_the_best(tmp_path: Path) -> None:
+    # The baseline has every label, but its student slips on cat-1 (a noisy student). Two
+    # proposals on it are written at once: one finds nothing to change, the other adds a
+    # junk line (``junk_child``): the junk child scores below the baseline on train and
+    # joins the frontier with cat-1. Proposals on it would chase what the baseline lost by
+    # noise.
+    async def release(proposer: ScriptedProposer, events: list[Event]) -> None:
+        await release_when_both_asked(proposer)
+
+    result, proposer, baseline, _ = await junk_child(
+        tmp_path, ["ant", "bee", "cat"], {"cat-1"}, 2, release, proposals_in_flight=2
+    )
+    assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
+    # Nothing was asked on the junk child, though its failures were never shown.
+    assert len(proposer.seen) == 2
+    assert {r.parent.candidate_id for r in proposer.seen} == {baseline}
+
+
+@pytest.mark.parametrize(
+    "dog_slips",
+    [
+        {"ant-0", "ant-1", "bee-0"},  # the dog child ties the baseline
+        {"ant-0", "ant-1", "bee-0", "bee-1"},  # it scores below
+    ],
+)
+async def test_the_search_stops_when_the_fix_of_the_best_only_tied_it_and_found_nothing_more(
+    tmp_path: Path, dog_slips: set[str]
+) -> None:
+    # The baseline lacks dog, and its noisy student slips on cat-1. Two proposals on it are
+    # written at once: the one shown dog adds it (its student then slips on three seeds the
+    # baseline passed: a tie, by noise; or on four: below it); the other, shown cat-1 and
+    # held back, adds a junk line. The dog child is built on next and its failures are
+    # answered with nothing new. The junk child then arrives: it slips on every seed but
+    # those of its own gate (cat-1 and ant-1), so it passes the gate, scores below the
+    # baseline on train and joins the frontier (cat-1 beats the baseline).
+    # The best's failures were answered by the dog child, in which nothing more was found to
+    # fix: the search stops there, with no proposal on the junk child.
+    labels = ["ant", "bee", "cat", "dog"]
+    prog = program(labels)
+    prog["components"][0]["text"] = "\n".join([BASELINE, *(f"- {x}" for x in labels[:3])])
+    proposer = ScriptedProposer()
+
+    def slips(prompt: str, seed: str) -> bool:
+        if "- zzz" in prompt:
+            return seed not in {e.seed for e in proposer.seen[1].evaluations}
+        if "- dog" in prompt:
+            return seed in dog_slips
+        return seed == "cat-1"
+
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        text = request.parent.components["system_prompt"]
+        shown = {m.group(1) for e in request.evaluations if (m := FEEDBACK.search(e.feedback))}
+        if "- dog" in text:
+            return None  # the tie's failures are slips: nothing to fix
+        if n == 2:
+            return f"{text}\n- zzz"
+        return f"{text}\n- dog" if "dog" in shown else None
+
+    proposer.script = answer
+    held = proposer.hold(2)
+
+    events: list[Event] = []
+
+    async def release() -> None:  # once the dog child's failures were answered
+        while not any(e.type == "proposal_rejected" for e in events):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        held.set()
+
+    releaser = asyncio.create_task(release())
+    result = await whole_run(
+        tmp_path,
+        RuleContainer(prog, slips=slips),
+        proposer,
+        events,
+        proposals_in_flight=2,
+        patience=0,
+        max_idle_iterations=50,
+    )
+    await asyncio.wait_for(releaser, 5)
+    assert {e.seed for e in proposer.seen[1].evaluations} == {"cat-1", "ant-1"}
+    train = {e.data["candidate_id"]: e.data["mean"] for e in events if e.type == "scored"}
+    added = {e.data["candidate_id"]: e.data["diff"] for e in events if e.type == "candidate"}
+    baseline = next(iter(train))
+    tie = next(c for c, diff in added.items() if "\n+- dog" in diff)
+    junk = next(c for c, diff in added.items() if "\n+- zzz" in diff)
+    assert train[tie] == train[baseline] - (len(dog_slips) - 3) / len(prog["seeds"]["train"])
+    assert train[junk] < train[baseline]
+    assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
+    assert {r.parent.candidate_id for r in proposer.seen} == {baseline, tie}

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from optimizer.gepa.strategies.stop_condition import NOTHING_TO_FIX
+from proposer import ProposalRequest
 from tests.optimizer.gepa.parts import TRADE, lineage_state, search_for
+from tests.optimizer.gepa.runs import drops_bee, without_bee
 
 PARENT = {"ant-0": 0.0, "ant-1": 0.0, "bee-0": 1.0, "bee-1": 1.0}
 
@@ -93,3 +98,22 @@ async def test_a_lateral_child_is_queued_and_a_merge_becomes_due() -> None:
     assert search._train.accepted_since_merge
     assert search._followups.next() == (ids["child"], ["bee-0", "bee-1"])
     assert search._ctx.stop is None
+
+
+async def test_a_child_that_only_dropped_a_line_and_tied_its_parent_is_not_built_on(
+    tmp_path: Path,
+) -> None:
+    # The baseline has every label (``drops_bee``). The first answer drops the bee line:
+    # that child's student slips on nothing, so it passes its gate (on the two slips) and
+    # ties the baseline on train. Built on, it would be shown bee's seeds and write back the
+    # line it dropped. It is not: the baseline's failures are asked again, answered with
+    # nothing new, and the search stops with the baseline as the best.
+    def answer(request: ProposalRequest, n: int) -> str | None:
+        return without_bee(request) if n == 1 else None
+
+    result, proposer, _, train = await drops_bee(tmp_path, ["ant", "bee", "cat"], answer)
+    baseline, dropped = list(train)[:2]
+    assert train[dropped] == train[baseline]  # a trade: ant-1 and cat-1 for bee-0 and bee-1
+    assert result.evidence["stop_reason"] == NOTHING_TO_FIX.format(best=baseline)
+    assert len(proposer.seen) == 2
+    assert {r.parent.candidate_id for r in proposer.seen} == {baseline}
