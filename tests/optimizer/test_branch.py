@@ -106,9 +106,9 @@ async def test_the_overrides_replace_the_origins_source_and_budget(tmp_path: Pat
     origin, mid = await _origin(tmp_path, RuleContainer(program(LABELS)))
     async with Workspace(tmp_path / "ws") as ws:
         record = await ws.get_run(origin.run_id)
-    config = branch_config(record, tmp_path / "ws", mid, {"auto": "light", "seed": 7})
+    config = branch_config(record, mid, {"auto": "light", "seed": 7})
     assert (config.auto, config.max_metric_calls, config.seed) == ("light", None, 7)
-    moved = branch_config(record, tmp_path / "ws", mid, {"containers": ["http://other"]})
+    moved = branch_config(record, mid, {"containers": ["http://other"]})
     assert moved.containers == ["http://other"] and moved.branch_of == BranchOf(
         run_id=origin.run_id, candidate_id=mid
     )

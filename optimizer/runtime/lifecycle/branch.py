@@ -16,7 +16,6 @@ the runs that branch from one run.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -64,18 +63,16 @@ async def find_candidate(ws: Workspace, run_id: str, candidate: str) -> Candidat
     )
 
 
-def branch_config(
-    origin: RunRecord, root: Path, candidate_id: str, overrides: Mapping[str, Any]
-) -> RunConfig:
-    """The branch's config: the origin's stored one (its copied inputs resolved under the
-    workspace ``root``), ``overrides`` on top, ``branch_of`` naming the candidate.
+def branch_config(origin: RunRecord, candidate_id: str, overrides: Mapping[str, Any]) -> RunConfig:
+    """The branch's config: the origin's stored one, ``overrides`` on top, ``branch_of``
+    naming the candidate (the origin's copied inputs still named in its run folder).
 
     A container given replaces the origin's module (and a module its containers); ``auto``
     given without ``max_metric_calls`` replaces the origin's explicit budget.
     """
     if "branch_of" in overrides:
         raise UserError("branch_of is set by the branch itself: leave it out of the overrides")
-    data = resolve_inputs(stored_config(origin), root).model_dump()
+    data = stored_config(origin).model_dump()
     if overrides.get("containers"):
         data.update(dict.fromkeys(MODULE_FIELDS))
     if overrides.get("module"):
@@ -104,12 +101,14 @@ async def create_branch(
 ) -> RunRecord:
     """Store a branch of ``run_id`` at ``candidate`` (an id or a unique prefix of one);
     ``UserError`` for an unknown run or candidate, or overrides that make no valid config.
-    ``check`` may refuse the config before it is stored (the caller's policy)."""
+    ``check`` may refuse the config before it is stored (the caller's policy). A ``--module``
+    origin's input files are copied into the branch's own run folder, as ``create`` does."""
     record = await find_candidate(ws, run_id, candidate)
-    config = branch_config(await ws.get_run(run_id), ws.root, record.candidate_id, overrides)
+    config = branch_config(await ws.get_run(run_id), record.candidate_id, overrides)
     if check is not None:
         check(config)
-    return await create_with_inputs(ws, config, new_run_id, target_defaults=False)
+    resolved = resolve_inputs(config, ws.root)  # the origin's copies, copied again
+    return await create_with_inputs(ws, resolved, new_run_id, target_defaults=False)
 
 
 async def branch_baseline(ws: Workspace, run_id: str, branch: BranchOf) -> dict[str, str]:
