@@ -84,6 +84,11 @@ def test_scores_a_persons_actions_and_the_winner_decide_in_the_order_they_were_l
     assert [d["kind"] for d in b["decisions"]] == ["created", "gate", "scored", "winner"]
     assert b["decision"] == "winner, promoted" and "lift +0.500" in b["because"]
     assert b["scores"]["seeds_won"] == 2 and b["scores"]["holdout"] == 0.7
+    late = _explain(
+        ("action", {"action": "reject", "source": "cli", "candidate_id": "b", "reason": "no"}),
+        ("gate", {}),  # judged after it was rejected (a proposal in flight): it stays rejected
+    )["b"]
+    assert late["decision"] == "rejected by a person" and late["decisions"][-1]["kind"] == "gate"
     c = why["c"]
     assert c["decision"] == "not evaluated" and "look at refunds" in c["decisions"][-1]["text"]
 

@@ -172,15 +172,15 @@ def test_the_timeline_and_the_candidate_page_show_what_people_did(
     row = f"#candidates tr[data-candidate='{child}']"
     page.wait_for_selector(f"{row} .tag.rejected")
     assert "1 rejected" in page.inner_text("#steer-state")
-    _shot(page, "steering-timeline.png", full_page=True)
 
     page.click(row)
     page.wait_for_selector("#c-why ol.decisions li.kind-person", timeout=10_000)
     why = page.inner_text("#c-why")
     assert "rejected by a person (console): off policy" in why
     assert "pinned by a person (cli)" in why and "created" in why
-    assert page.locator("#c-reject").count() == 0  # rejected already
-    assert page.locator("#c-pin").count() == 1 and page.locator("#c-branch").count() == 1
+    assert "rejected by a person" in page.inner_text("#c-why .decision")  # whatever came after
+    assert page.locator("#c-reject").count() == page.locator("#c-pin").count() == 0  # rejected
+    assert page.locator("#c-note").count() == 1 and page.locator("#c-branch").count() == 1
     _shot(page, "steering-candidate.png")
     page.close()
     assert not errors, errors

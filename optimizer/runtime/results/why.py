@@ -8,7 +8,8 @@ stacked...); this module adds what the runtime knows of every method's candidate
 train scores (``scored``), the seeds they win (the last ``frontier``), the winner and the
 candidates considered with it (``promotion``), and a person's actions (``action`` events:
 reject, pin, unpin, a note on a candidate). A candidate's *decision* is the outcome of its last
-decision that decided something, and *because* that decision's sentence with its numbers.
+decision that decided something (a person's rejection, whatever was judged after it), and
+*because* that decision's sentence with its numbers.
 Built from the log alone, a finished run answers as a live one does; the evidence packet
 carries it (``decisions``) and ``report.md`` its table.
 """
@@ -115,6 +116,7 @@ def _action(r: _Runtime, e: Event, d: Mapping[str, Any]) -> None:
     if action == "reject" and cid:
         text = f"rejected by a person ({source}): {d.get('reason') or 'no reason given'}"
         r.add(e, str(cid), "person", text, "rejected by a person")
+        r.out[str(cid)][-1]["final"] = True  # what is judged of it after stands beside it
     elif action == "pin" and cid:
         r.pinned = str(cid)
         r.add(
@@ -183,7 +185,8 @@ def explain(
         if not any(d["kind"] == "created" for d in decisions):
             decisions.insert(0, _created(record, runtime.created.get(cid), branch_of))
         deciding = [d for d in decisions if d.get("outcome")]
-        last = deciding[-1] if deciding else decisions[0]
+        final = [d for d in deciding if d.get("final")]  # a person's rejection
+        last = (final or deciding or decisions)[-1]
         out.append(
             {
                 "candidate_id": cid,

@@ -166,7 +166,7 @@ const Steer = (() => {
     const again = (done) => { if (done) setTimeout(() => openCandidate(id), 500); };  // its event is in by then
     const pin = async () => again(await act(st.pinned === id ? "unpin" : "pin", st.pinned === id ? {} : { candidate_id: id }));
     const buttons = [
-      live ? el("button", { id: "c-pin", onclick: pin }, st.pinned === id ? "Unpin" : "Pin as the next parent") : "",
+      live && !st.rejected.has(id) ? el("button", { id: "c-pin", onclick: pin }, st.pinned === id ? "Unpin" : "Pin as the next parent") : "",
       live && !st.rejected.has(id) ? el("button", { id: "c-reject", class: "danger", onclick: async () => again(await reject(id)) }, "Reject") : "",
       live ? el("button", { id: "c-note", onclick: () => note(id) }, "Note…") : "",
       el("button", { id: "c-branch", onclick: () => branch(id) }, "Branch from it"),
