@@ -100,8 +100,9 @@ const Steer = (() => {
         { name: "text", label: "Note", type: "textarea", required: true, placeholder: "e.g. look at the refund cases" },
         { name: "scope", label: "For", type: "select", value: c ? "lineage" : "all",
           options: [["all", "every proposal"], ...(c ? [["lineage", `proposals on the lineage of ${c.slice(0, 10)}`]] : [])] },
+        { name: "keep", label: "keep showing it to every later proposal (not only until one written with it is accepted)", type: "checkbox" },
       ] });
-    if (v) await act("note", { text: v.text, candidate_id: v.scope === "lineage" ? c : null });
+    if (v) await act("note", { text: v.text, candidate_id: v.scope === "lineage" ? c : null, keep: v.keep });
   }
 
   async function stop() {
