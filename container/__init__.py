@@ -8,7 +8,8 @@
         return AgentResult(output=text)
 
 Serve it with ``gepa-runtime container mymodule --dataset data.jsonl`` or build the ASGI app
-with ``create_app(target, dataset=...)``.
+with ``create_app(target, dataset=...)``. ``baseline=`` may also be a prompt file or a
+``prompts:/NAME@ALIAS`` registry URI, which the application reads with ``load_prompt``.
 
 The app (``create_app``, ``served_program``: starlette, OpenTelemetry) is imported on first
 use: the optimizer process imports this package for loading targets and datasets and never
@@ -26,6 +27,7 @@ from container.faults import UserMistake
 from container.fingerprint import compute_fingerprint
 from container.loader import load_target
 from container.program import ServedProgram, build_served_program
+from container.prompts import load_components, load_prompt
 from container.results import AgentResult, Score
 from container.splits import Splits, default_splits, load_splits
 from container.target import (
@@ -66,7 +68,9 @@ __all__ = [
     "default_splits",
     "get_optimization_target",
     "list_optimization_targets",
+    "load_components",
     "load_dataset",
+    "load_prompt",
     "load_splits",
     "load_target",
     "load_verifier",

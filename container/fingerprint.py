@@ -4,6 +4,11 @@ sha256 over the canonical JSON of the protocol version, the target id, kind, ver
 baseline (and user template), the target function's source and its module's source, every dataset row, the
 splits and the verifier (its spec, or its source for a Python verifier). The candidate is
 not in it (the cache key adds it), nor is the rollout policy.
+
+A baseline read from a prompt file or the prompt registry enters as where it is read from,
+not as its text: no rollout's result depends on it (a rollout is given every text of its
+candidate), so a new version of the prompt keeps every cached rollout, and checking an edited
+prompt file pays only for the new text.
 """
 
 from __future__ import annotations
@@ -36,7 +41,11 @@ def compute_fingerprint(
             "id": target.id,
             "kind": target.kind,
             "version": target.version,
-            "baseline": dict(target.baseline),
+            "baseline": (
+                {"source": target.baseline_source}
+                if target.baseline_source
+                else dict(target.baseline)
+            ),
             "user_template": target.template.user_template if target.template else None,
         },
         "target_source": source_of(target.fn),

@@ -9,11 +9,13 @@ module-level helpers ``list_optimization_targets`` and friends.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from container.prompts import load_components, prompt_source
 from schemas import COMPONENT_KINDS, PromptTemplate, UserError
 from schemas.template import DEMOS_COMPONENT, SYSTEM_COMPONENT
 
@@ -52,6 +54,8 @@ class Target:
     version: str = ""
     module: str = ""
     template: PromptTemplate | None = None
+    # The prompt file or registry URI the baseline was read from, as given (``None``: text).
+    baseline_source: str | None = None
 
     @property
     def component_names(self) -> tuple[str, ...]:
@@ -116,7 +120,7 @@ def optimize(
     id: str,
     kind: str = "prompt",
     description: str = "",
-    baseline: str | Mapping[str, str] | PromptTemplate,
+    baseline: str | os.PathLike[str] | Mapping[str, str] | PromptTemplate,
     verifier: Any = None,
     dataset: str | Path | None = None,
     component: str = DEFAULT_COMPONENT,
@@ -128,7 +132,10 @@ def optimize(
     ``baseline`` is the starting text of one component (named ``component``, by default
     ``system_prompt``), a mapping of component name to text for a multi-component program,
     or a ``PromptTemplate``: then the components are ``system_prompt`` and ``demos`` and the
-    target reads the candidate's template as ``candidate.template``.
+    target reads the candidate's template as ``candidate.template``. It may also name where
+    the application keeps its prompt (:mod:`container.prompts`): a prompt file (a ``Path``,
+    or a one-line string ending in ``.txt``, ``.md``, ``.prompt``, ``.json`` or ``.yaml``)
+    or a registry version (``prompts:/NAME@ALIAS``), read now.
     ``verifier`` is a callable, a verifier JSON path, a ``module:function`` spec or a spec
     dict; ``dataset`` is the default ``--dataset``. Relative paths are resolved against the
     decorated function's file when they exist there. ``version`` is folded into the program
@@ -141,11 +148,22 @@ def optimize(
             f"@optimize(id={id!r}) has kind={kind!r}; allowed kinds: {', '.join(COMPONENT_KINDS)}"
         )
     template = baseline if isinstance(baseline, PromptTemplate) else None
-    components = template.to_components() if template else _components(id, baseline, component)
+    fixed: dict[str, str] | None = None  # a template's or a mapping's, checked now
+    if template is not None:
+        fixed = template.to_components()
+    elif not isinstance(baseline, str | os.PathLike):
+        fixed = _components(id, baseline, component)
 
     def decorate(fn: TargetFn) -> TargetFn:
         if not callable(fn):
             raise UserError(f"@optimize(id={id!r}) must decorate a function")
+        source = None if fixed is not None else prompt_source(baseline, _folder_of(fn))
+        if fixed is not None:
+            components = fixed
+        elif source is not None:
+            components = load_components(source, component=component or DEFAULT_COMPONENT)
+        else:
+            components = _components(id, baseline, component)
         target = Target(
             id=id,
             kind=kind,
@@ -157,6 +175,7 @@ def optimize(
             version=version,
             module=getattr(fn, "__module__", "") or "",
             template=template,
+            baseline_source=None if source is None else str(baseline),
         )
         (registry or default_registry).register(target)
         fn.__gepa_target__ = target  # type: ignore[attr-defined]
@@ -206,6 +225,14 @@ def _components(target_id: str, baseline: Any, component: str) -> dict[str, str]
         f"@optimize(id={target_id!r}) baseline must be a str or a non-empty dict of "
         f"component name -> text, got {type(baseline).__name__}"
     )
+
+
+def _folder_of(fn: TargetFn) -> Path | None:
+    """The folder of the file that defines ``fn`` (relative prompt files are looked up there)."""
+    try:
+        return Path(inspect.getfile(fn)).resolve().parent
+    except (TypeError, OSError):
+        return None
 
 
 def _origin(fn: TargetFn) -> str:

@@ -120,6 +120,10 @@ class RunConfig(BaseModel):
     # Experiment tracking (optimizer.runtime.tracking): an MLflow tracking server's URI; unset,
     # GEPA_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI of the running process is used if set.
     mlflow_tracking_uri: str | None = Field(default=None, min_length=1)
+    # The winner as a new version of this prompt in MLflow's prompt registry, at the run's end;
+    # the alias moves to it only when the run promoted it.
+    mlflow_prompt: str | None = Field(default=None, min_length=1)
+    mlflow_prompt_alias: str = Field(default="candidate", min_length=1)
     # A branch: the baseline is this candidate of that run instead of the program's own text
     # (optimizer.runtime.lifecycle.branch); set by `runs branch` and POST .../branch.
     branch_of: BranchOf | None = None

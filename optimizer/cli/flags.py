@@ -23,12 +23,14 @@ from schemas.env import config_env, read_env
 from workspace import DatabaseURL, Workspace, resolve_workspace
 
 __all__ = [
+    "CONTAINER_FIELDS",
     "FLAGS",
-    "open_workspace",
     "add_config_flags",
+    "add_container_flags",
     "add_workspace_flag",
     "config_from_args",
     "config_overrides",
+    "open_workspace",
 ]
 
 
@@ -303,6 +305,17 @@ FLAGS: tuple[Flag, ...] = (
         "(needs pip install 'gepa-runtime[mlflow]')",
         bare=URI_ENVS,
     ),
+    Flag(
+        "--mlflow-prompt",
+        "mlflow_prompt",
+        "register the best's text as a new version of this prompt in MLflow's prompt "
+        "registry at the end of the run (needs --mlflow or MLFLOW_TRACKING_URI)",
+    ),
+    Flag(
+        "--mlflow-prompt-alias",
+        "mlflow_prompt_alias",
+        "the alias moved to that version when the run promotes it (default candidate)",
+    ),
 )
 
 
@@ -315,6 +328,24 @@ def add_workspace_flag(parser: argparse.ArgumentParser) -> None:
         help="workspace folder (SQLite) or postgresql://USER@HOST:PORT/DBNAME shared by several "
         "processes (env GEPA_WORKSPACE, default ./.gepa; see docs/postgres.md)",
     )
+
+
+# Where a task container is and how hard to try it: what a command that only sends rollouts
+# (``check``) takes of the run-config flags.
+CONTAINER_FIELDS = (
+    "module",
+    "target",
+    "dataset",
+    "verifier",
+    "splits_file",
+    "task_model",
+    "concurrency",
+    "max_retries",
+    "rollout_timeout_s",
+    "max_response_mib",
+    "retry_base_delay_s",
+    "rate_limit_wait_s",
+)
 
 
 def open_workspace(args: argparse.Namespace) -> Workspace:
@@ -336,6 +367,14 @@ def open_workspace(args: argparse.Namespace) -> Workspace:
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
     """Every run-config flag, defaulting to None so unset flags stay unset."""
+    add_container_flags(parser, tuple(f.field for f in FLAGS))
+    _add_proposer_env(parser)
+
+
+def add_container_flags(
+    parser: argparse.ArgumentParser, fields: tuple[str, ...] = CONTAINER_FIELDS
+) -> None:
+    """``--container``, ``--token`` and the flags of ``fields`` (in ``FLAGS``' order)."""
     parser.add_argument(
         "--container",
         action="append",
@@ -347,6 +386,8 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         "--token", default=None, help="container bearer token (env GEPA_CONTAINER_TOKEN)"
     )
     for f in FLAGS:
+        if f.field not in fields:
+            continue
         bare: dict[str, Any] = {"nargs": "?", "const": _BARE} if f.bare else {}
         parser.add_argument(
             f.flag,
@@ -357,6 +398,9 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
             help=f"{f.help} (env {f.env})",
             **bare,
         )
+
+
+def _add_proposer_env(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--proposer-env",
         dest="proposer_env",

@@ -2,7 +2,8 @@
 
 Each command group lives in its own module and registers itself with ``add_parser``; this
 module only builds the top-level parser, dispatches, and turns the error tree into exit
-codes: ``UserError`` -> 2 with the fix, other ``GepaError`` -> 1, Ctrl-C -> 130, and a reader
+codes: ``UserError`` -> 2 with the fix, other ``GepaError`` -> 1 (``check`` also answers 1
+for a candidate worse than its reference), Ctrl-C -> 130, and a reader
 that closed our stdout (``runs show RID | head``) -> 141, quietly, as other CLIs end on SIGPIPE.
 """
 
@@ -27,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "container": "container.cli",
     "optimize": "optimizer.cli.optimize",
     "runs": "optimizer.cli.runs",
+    "check": "optimizer.cli.check",
     "serve": "optimizer.cli.serve",
     "models": "optimizer.cli.models",
 }

@@ -43,7 +43,7 @@ from optimizer.runtime.lifecycle.run import RunResult
 from optimizer.runtime.lifecycle.run_config import new_config, stored_config
 from optimizer.runtime.lifecycle.run_inputs import create_with_inputs, resolve_inputs
 from optimizer.runtime.results.report import promotion_summary
-from optimizer.runtime.tracking import require_mlflow
+from optimizer.runtime.tracking import require_mlflow, require_prompt_registry
 from optimizer.searches import run_stored
 from optimizer.service.remote import ServiceClient
 from proposer.external import check_proposer_command
@@ -125,6 +125,8 @@ def check_runnable(config: RunConfig) -> None:
         load_optuna()
     if config.mlflow_tracking_uri:
         require_mlflow()
+    if config.mlflow_prompt:
+        require_prompt_registry(config)
 
 
 def _new_config(args: argparse.Namespace) -> RunConfig:

@@ -2,7 +2,9 @@
 (and ``branch``, ``compare`` and ``why``: :mod:`optimizer.cli.explore`).
 
 ``export`` writes one JSON document: the run (config without secrets, status, budget, best),
-its evidence packet (``null`` until it completes), its candidates and every trial.
+its evidence packet (``null`` until it completes), its candidates and every trial. With
+``--prompt-file PATH`` and/or ``--mlflow-prompt NAME`` it puts the best candidate where the
+application loads its prompt instead (:mod:`optimizer.cli.export_prompt`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.cli.explore import add_commands as add_explore_commands
+from optimizer.cli.export_prompt import add_prompt_flags, export_prompt
 from optimizer.cli.flags import add_workspace_flag, open_workspace
 from optimizer.runtime.lifecycle.branch import branches_of
 from optimizer.runtime.results.report import promotion_summary
@@ -48,6 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="instead: write the best candidate of a DSPy container's run with DSPy's save "
         "(load it with program.load(FILE.json); needs the [dspy] extra)",
     )
+    add_prompt_flags(export)
     delete = commands.add_parser("delete", help="delete a run that is not running, and its folder")
     delete.add_argument("run_id")
     for command, func in ((listing, _list), (show, _show), (export, _export), (delete, _delete)):
@@ -205,6 +209,8 @@ async def export_run(ws: Workspace, run_id: str) -> dict[str, Any]:
 def _export(args: argparse.Namespace) -> int:
     if args.dspy:
         return _export_dspy(args)
+    if args.prompt_file or args.mlflow_prompt:
+        return export_prompt(args, _open(args))
 
     async def build() -> dict[str, Any]:
         async with _open(args) as ws:

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from optimizer.runtime.accounts import Budget, EventSink
 from optimizer.runtime.lifecycle import EmbeddedContainer, Runner, RunResult
+from optimizer.runtime.lifecycle.embedded import container_for
+from optimizer.runtime.lifecycle.run_config import stored_config
+from optimizer.runtime.lifecycle.run_inputs import resolve_inputs
 from optimizer.runtime.results import Promotion
+from optimizer.runtime.results.stats import PairedLift, paired_bootstrap, promotion_rng
 from optimizer.runtime.rollouts import (
     ContainerClient,
     ErrorGate,
@@ -25,6 +29,7 @@ from optimizer.runtime.rollouts import (
     RolloutQueue,
     SeedResult,
 )
+from optimizer.runtime.rollouts.records import scored_record
 from optimizer.runtime.search import (
     Frontier,
     MinibatchSampler,
@@ -49,6 +54,7 @@ __all__ = [
     "EventSink",
     "Frontier",
     "MinibatchSampler",
+    "PairedLift",
     "Promotion",
     "ProposerLike",
     "RetryPolicy",
@@ -63,7 +69,13 @@ __all__ = [
     "Searches",
     "SeedResult",
     "build_frontier",
+    "container_for",
     "mean_score",
     "method_of",
+    "paired_bootstrap",
+    "promotion_rng",
+    "resolve_inputs",
     "score_on_train",
+    "scored_record",
+    "stored_config",
 ]

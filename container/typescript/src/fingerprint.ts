@@ -4,7 +4,9 @@
  * no spaces, ASCII escapes) of the protocol version, the target id, kind, version, baseline
  * and user template, the target function's source and its file's source, every dataset row,
  * the splits and the verifier's spec. The candidate is not in it (the optimizer's cache key
- * adds it), nor is the rollout policy.
+ * adds it), nor is the rollout policy. A baseline read from a prompt file or the prompt registry
+ * enters as where it is read from, not as its text: no rollout depends on it, so a new version
+ * of the prompt keeps every cached rollout.
  */
 
 import { createHash } from "node:crypto";
@@ -26,7 +28,7 @@ export function computeFingerprint(target: Target, dataset: Dataset, splits: Spl
       id: target.id,
       kind: target.kind,
       version: target.version,
-      baseline: { ...target.baseline },
+      baseline: target.baselineSource !== null ? { source: target.baselineSource } : { ...target.baseline },
       user_template: target.template ? target.template.userTemplate : null,
     },
     target_source: target.fn.toString(),

@@ -9,7 +9,8 @@
  *     });
  *
  * Serve it with `npx gepa-container serve ./agent.js --dataset tickets.jsonl`, or in code with
- * `(await createContainer(target, { dataset })).listen(8100)`.
+ * `(await createContainer(target, { dataset })).listen(8100)`. `baseline` may also be a prompt
+ * file or a `prompts:/NAME@ALIAS` registry URI, which the application reads with `loadPrompt`.
  */
 
 export { Container, createContainer, createHandler, type ContainerOptions } from "./app.js";
@@ -30,12 +31,15 @@ export {
   getOptimizationTarget,
   listOptimizationTargets,
   optimize,
+  resolveBaseline,
   type ComponentKind,
   type OptimizeOptions,
   type Target,
   type TargetFn,
 } from "./target.js";
 export { Candidate, taskFieldsOf, type SplitName, type Task } from "./task.js";
+export { isRegistryUri, parseRegistryUri, readPromptFile, type RegistryRef } from "./promptfile.js";
+export { loadComponents, loadPrompt, type LoadOptions } from "./prompts.js";
 export { PromptTemplate, type ChatMessage, type Demo } from "./template.js";
 export { RolloutSpan, RolloutTracer, spanEvent, tracingFromEnv, type ExportSettings } from "./tracing.js";
 export { normalizeText } from "./text.js";

@@ -7,7 +7,7 @@ import { computeFingerprint } from "./fingerprint.js";
 import { PROTOCOL, type Program } from "./protocol.js";
 import { pyRepr } from "./python.js";
 import { loadSplits, type Splits } from "./splits.js";
-import { componentDescription, type Target } from "./target.js";
+import { componentDescription, resolveBaseline, type Target } from "./target.js";
 import { DEMOS_COMPONENT, SYSTEM_COMPONENT } from "./template.js";
 import { loadVerifier, type Verifier, type VerifierLike } from "./verifiers.js";
 
@@ -36,7 +36,8 @@ export interface ServeOptions {
 }
 
 /** Load what is given as paths and fill the defaults; errors show now, at startup. */
-export async function buildServedProgram(target: Target, options: ServeOptions = {}): Promise<ServedProgram> {
+export async function buildServedProgram(given: Target, options: ServeOptions = {}): Promise<ServedProgram> {
+  const target = await resolveBaseline(given);
   const source = options.dataset ?? target.dataset;
   if (source === null || source === undefined) {
     throw new UserError(`target ${pyRepr(target.id)} has no dataset; pass --dataset PATH or optimize({ dataset })`);

@@ -13,6 +13,8 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { UserError } from "./errors.js";
+import { readPromptFile } from "./promptfile.js";
+import { loadComponents, promptSource } from "./prompts.js";
 import { isPlainObject, pyRepr } from "./python.js";
 import { DEMOS_COMPONENT, PromptTemplate, SYSTEM_COMPONENT } from "./template.js";
 import type { Candidate, Task } from "./task.js";
@@ -36,7 +38,12 @@ export interface OptimizeOptions {
   id: string;
   kind?: ComponentKind;
   description?: string;
-  /** The starting text of one component, a map of component name to text, or a `PromptTemplate`. */
+  /**
+   * The starting text of one component, a map of component name to text, or a `PromptTemplate`;
+   * or where the application keeps its prompt: a prompt file (`prompts/system.txt`, `.json`,
+   * `.yaml`; relative to the agent's file first) or a registry version (`prompts:/NAME@ALIAS`,
+   * read when the container is created).
+   */
   baseline: string | Record<string, string> | PromptTemplate;
   /** A verifier function, a verifier JSON path, `file.js:exportName` or a spec object. */
   verifier?: VerifierLike;
@@ -65,6 +72,10 @@ export interface Target {
   /** Where `optimize` was called (`file:line:column`): the same call site re-registers. */
   readonly origin: string;
   readonly template: PromptTemplate | null;
+  /** The prompt file or registry URI the baseline is read from, as given (`null`: text). */
+  readonly baselineSource: string | null;
+  /** The component a registry version's one text becomes. */
+  readonly baselineComponent: string;
 }
 
 const TARGET = Symbol.for("gepa-container.target");
@@ -130,8 +141,18 @@ export function optimize<F extends TargetFn>(options: OptimizeOptions, fn: F): F
   }
   if (typeof fn !== "function") throw new UserError(`optimize({ id: ${pyRepr(id)} }) needs a target function as its second argument`);
   const template = options.baseline instanceof PromptTemplate ? options.baseline : null;
-  const baseline = template ? template.toComponents() : components(id, options.baseline, options.component ?? DEFAULT_COMPONENT);
+  const component = options.component ?? DEFAULT_COMPONENT;
   const site = callSite();
+  const source = template ? null : promptSource(options.baseline, site.file ? dirname(site.file) : "");
+  // A registry version is read when the container is created (`resolveBaseline`): fetching is async.
+  const baseline =
+    source === null
+      ? template
+        ? template.toComponents()
+        : components(id, options.baseline, component)
+      : "file" in source
+        ? readPromptFile(source.file, component)
+        : {};
   const target: Target = Object.freeze({
     id,
     kind,
@@ -144,10 +165,19 @@ export function optimize<F extends TargetFn>(options: OptimizeOptions, fn: F): F
     moduleFile: site.file,
     origin: site.origin,
     template,
+    baselineSource: source === null ? null : String(options.baseline),
+    baselineComponent: component,
   });
   (options.registry ?? defaultRegistry()).register(target);
   Object.defineProperty(fn, TARGET, { value: target, configurable: true });
   return fn;
+}
+
+/** `target` with its baseline read, when it comes from the prompt registry (else `target`). */
+export async function resolveBaseline(target: Target, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
+  if (target.baselineSource === null || Object.keys(target.baseline).length > 0) return target;
+  const baseline = await loadComponents(target.baselineSource, { component: target.baselineComponent, env });
+  return Object.freeze({ ...target, baseline: Object.freeze(baseline) });
 }
 
 /** The target `optimize` attached to a function, if any. */

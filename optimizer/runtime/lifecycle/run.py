@@ -46,6 +46,7 @@ from optimizer.runtime.lifecycle.run_config import (
 )
 from optimizer.runtime.results.evidence import EvidenceInputs, write_evidence
 from optimizer.runtime.results.promotion import Promotion, select_and_promote
+from optimizer.runtime.results.stats import promotion_rng
 from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
 from optimizer.runtime.rollouts.gate import ErrorGate
 from optimizer.runtime.rollouts.queue import RolloutQueue
@@ -218,7 +219,7 @@ class Run:
                 baseline_id=parts.base.candidate_id,
                 plan=parts.plan,
                 min_improvement=self.config.min_holdout_improvement,
-                rng=random.Random(self.config.seed + 1),
+                rng=promotion_rng(self.config.seed),
                 events=self.events,
             )
             await self.phase("finalizing")

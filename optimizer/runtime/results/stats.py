@@ -6,7 +6,13 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["PairedLift", "paired_bootstrap"]
+__all__ = ["PairedLift", "paired_bootstrap", "promotion_rng"]
+
+
+def promotion_rng(seed: int) -> random.Random:
+    """The bootstrap's generator for a run of ``seed``: the promotion's, and ``check``'s,
+    which reproduces the promotion's interval from the same scores."""
+    return random.Random(seed + 1)
 
 
 @dataclass(frozen=True)

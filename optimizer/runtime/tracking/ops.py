@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optimizer.runtime.tracking.prompts import RegisterPrompt
 from schemas import CandidateRecord, Event
 
 __all__ = [
@@ -75,7 +76,7 @@ class End:
     status: str
 
 
-Op = Metrics | Params | Tags | Artifact | End
+Op = Metrics | Params | Tags | Artifact | End | RegisterPrompt
 
 
 def mlflow_status(run_status: str) -> str | None:

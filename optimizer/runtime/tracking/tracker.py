@@ -7,7 +7,9 @@ run id. The runtime knows nothing of MLflow: ``mlflow_tracking`` subscribes a li
 run's ``EventSink`` for the length of a run. What gets logged (see
 :mod:`optimizer.runtime.tracking.ops`): the config without secrets as params, per-iteration
 metrics, tags (program, method, phase, promoted), and at the end every candidate's texts and
-scores, ``evidence.json`` and ``report.md`` as artifacts.
+scores, ``evidence.json`` and ``report.md`` as artifacts; with ``--mlflow-prompt NAME``, the
+best's text as a new version of that prompt in the registry
+(:mod:`optimizer.runtime.tracking.prompts`).
 
 MLflow calls block, so they run in a thread (:mod:`optimizer.runtime.tracking.worker`); a run
 waits for them only at its end, at most ``FINISH_TIMEOUT_S``. A tracking server that is down
@@ -40,6 +42,7 @@ from optimizer.runtime.tracking.ops import (
     config_params,
     mlflow_status,
 )
+from optimizer.runtime.tracking.prompts import RegisterPrompt, prompt_export
 from optimizer.runtime.tracking.worker import MlflowWorker, Start
 from schemas import Event, RunConfig, UserError
 from workspace import Workspace
@@ -49,6 +52,7 @@ __all__ = [
     "STATE_FILE",
     "mlflow_tracking",
     "require_mlflow",
+    "require_prompt_registry",
     "tracking_uri",
 ]
 
@@ -74,6 +78,17 @@ def require_mlflow() -> None:
     """``UserError`` when the MLflow client is not installed (checked before a run starts)."""
     if find_spec("mlflow") is None:
         raise UserError(f"--mlflow needs the MLflow client: {INSTALL}")
+
+
+def require_prompt_registry(config: RunConfig) -> None:
+    """``UserError`` when ``--mlflow-prompt`` has no tracking server or client to register with."""
+    if tracking_uri(config) is None:
+        raise UserError(
+            "--mlflow-prompt registers the winner on an MLflow tracking server: pass --mlflow "
+            "URI (or set MLFLOW_TRACKING_URI)"
+        )
+    if find_spec("mlflow") is None:
+        raise UserError(f"--mlflow-prompt needs the MLflow client: {INSTALL}")
 
 
 @contextlib.asynccontextmanager
@@ -185,6 +200,9 @@ class _Tracking:
             ops.append(Artifact("evidence/report.md", report))
         records = await self._ws.list_candidates(self._run_id)
         ops[:0] = candidate_artifacts(records, packet, self._recorder.scores)
+        if packet is not None and self._config.mlflow_prompt:
+            name, alias = self._config.mlflow_prompt, self._config.mlflow_prompt_alias
+            ops.append(RegisterPrompt(prompt_export(packet, name, alias)))
         ops += [Tags({"gepa.status": status}), End(ended)]
         return [self._scrub(op) for op in ops]
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer.runtime.tracking.ops import Artifact, End, Metrics, Op, Params, Tags
+from optimizer.runtime.tracking.prompts import RegisterPrompt, register_prompt
 
 __all__ = ["MlflowWorker", "Start"]
 
@@ -157,3 +158,5 @@ def _apply(client: Any, run_id: str, op: Op) -> None:
         client.log_text(run_id, op.text, op.path)
     elif isinstance(op, End):
         client.set_terminated(run_id, op.status)
+    elif isinstance(op, RegisterPrompt):
+        register_prompt(client, op.export, {**op.extra_tags, "gepa.mlflow_run_id": run_id})
