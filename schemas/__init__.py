@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemas.config import AUTO_LEVELS, RunConfig
+from schemas.config import AUTO_LEVELS, BranchOf, RunConfig
 from schemas.exceptions import (
     ActionRefused,
     BudgetExhausted,
@@ -80,6 +80,7 @@ from schemas.usage import ModelUsage
 __all__ = [
     "ACTIONS",
     "AUTO_LEVELS",
+    "BranchOf",
     "DEMOS_COMPONENT",
     "SYSTEM_COMPONENT",
     "Demo",

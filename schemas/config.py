@@ -13,10 +13,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-__all__ = ["AUTO_LEVELS", "RunConfig"]
+__all__ = ["AUTO_LEVELS", "BranchOf", "RunConfig"]
 
 AUTO_LEVELS = ("light", "medium", "heavy")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class BranchOf(BaseModel):
+    """Where a branched run starts: a candidate of another run of the same workspace, whose
+    components are the branch's baseline (``gepa-runtime runs branch``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str = Field(min_length=1)
+    candidate_id: str = Field(min_length=1)
 
 
 class RunConfig(BaseModel):
@@ -114,6 +124,9 @@ class RunConfig(BaseModel):
     # the alias moves to it only when the run promoted it.
     mlflow_prompt: str | None = Field(default=None, min_length=1)
     mlflow_prompt_alias: str = Field(default="candidate", min_length=1)
+    # A branch: the baseline is this candidate of that run instead of the program's own text
+    # (optimizer.runtime.lifecycle.branch); set by `runs branch` and POST .../branch.
+    branch_of: BranchOf | None = None
 
     @field_validator("proposer_env")
     @classmethod

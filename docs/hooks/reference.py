@@ -27,6 +27,9 @@ NOTES = {
     "lift_without_holdout": "measure the lift on the seeds that chose the winner when the "
     "program has no holdout seeds, and say so in the report (set by the spec-style Python "
     "API; the CLI and containers refuse a run without holdout seeds)",
+    "branch_of": "a branch: the `run_id` and `candidate_id` of a candidate of another run of "
+    "the workspace, whose components are this run's baseline (set by `runs branch` and "
+    "`POST /api/runs/{run_id}/branch`; see the steering guide)",
 }
 # Flags whose destination is not the field's name.
 FLAG_FIELDS = {"container": "containers", "token": "container_token"}

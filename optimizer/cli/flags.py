@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from optimizer.runtime.tracking import URI_ENVS
 from schemas import RunConfig, UserError
 from schemas.env import config_env, read_env
+from workspace import DatabaseURL, Workspace, resolve_workspace
 
 __all__ = [
     "CONTAINER_FIELDS",
@@ -29,6 +30,7 @@ __all__ = [
     "add_workspace_flag",
     "config_from_args",
     "config_overrides",
+    "open_workspace",
 ]
 
 
@@ -344,6 +346,23 @@ CONTAINER_FIELDS = (
     "retry_base_delay_s",
     "rate_limit_wait_s",
 )
+
+
+def open_workspace(args: argparse.Namespace) -> Workspace:
+    """The ``--workspace`` of a command that reads runs, opened read-only when this process
+    may not write it (a writable one is opened as a writer so that an older schema is
+    migrated); a folder without a workspace is a ``UserError`` naming the fix."""
+    root = resolve_workspace(args.workspace)
+    if isinstance(root, DatabaseURL):  # a shared server: opened as a writer (it migrates)
+        return Workspace(root)
+    db = root / "workspace.sqlite"
+    if not db.is_file():
+        raise UserError(
+            f"no workspace at {root} (no workspace.sqlite): pass --workspace DIR (or GEPA_WORKSPACE), "
+            "or create a run with `gepa-runtime optimize create ...`"
+        )
+    writable = os.access(root, os.W_OK) and os.access(db, os.W_OK)
+    return Workspace(root, readonly=not writable)
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,5 @@
-"""``gepa-runtime runs list | show RUN_ID | export RUN_ID [--output FILE]``: the runs of a workspace.
+"""``gepa-runtime runs list | show RUN_ID | export RUN_ID [--output FILE]``: the runs of a workspace
+(and ``branch``, ``compare`` and ``why``: :mod:`optimizer.cli.explore`).
 
 ``runs pause | resume | reject | pin | unpin | note | stop`` steer a run as it goes
 (:mod:`optimizer.cli.steer`).
@@ -14,19 +15,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from optimizer.cli.explore import add_commands as add_explore_commands
 from optimizer.cli.export_prompt import add_prompt_flags, export_prompt
-from optimizer.cli.flags import add_workspace_flag
+from optimizer.cli.flags import add_workspace_flag, open_workspace
 from optimizer.cli.steer import add_commands as add_steering_commands
+from optimizer.runtime.lifecycle.branch import branches_of
 from optimizer.runtime.results.report import promotion_summary
 from optimizer.service import Digests, candidate_views, run_view, trial_views
 from schemas import RunRecord, UserError
-from workspace import DatabaseURL, Lease, Workspace, resolve_workspace
+from workspace import Lease, Workspace
 
 __all__ = ["EXPORT_FORMAT", "add_parser", "export_run"]
 
@@ -62,27 +64,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         add_workspace_flag(command)
         command.set_defaults(func=func)
     add_steering_commands(commands)
+    add_explore_commands(commands)
 
 
 def _open(args: argparse.Namespace) -> Workspace:
     """The workspace, opened read-only when this process may not write it (these commands only
     read; a writable one is opened as a writer so that an older schema is migrated)."""
-    root = resolve_workspace(args.workspace)
-    if isinstance(root, DatabaseURL):  # a shared server: opened as a writer (it migrates)
-        return Workspace(root)
-    db = root / "workspace.sqlite"
-    if not db.is_file():
-        raise UserError(
-            f"no workspace at {root} (no workspace.sqlite): pass --workspace DIR (or GEPA_WORKSPACE), "
-            "or create a run with `gepa-runtime optimize create ...`"
-        )
-    writable = os.access(root, os.W_OK) and os.access(db, os.W_OK)
-    return Workspace(root, readonly=not writable)
+    return open_workspace(args)
 
 
 async def _view(ws: Workspace, digests: Digests, record: RunRecord) -> dict[str, Any]:
     return run_view(
-        record, await digests.get(record.run_id), await ws.count_trials(record.run_id), active=False
+        record,
+        await digests.get(record.run_id),
+        await ws.count_trials(record.run_id),
+        active=False,
+        branches=branches_of(await ws.list_runs(), record.run_id),
     )
 
 
@@ -173,6 +170,12 @@ def _show(args: argparse.Namespace) -> int:
     print(
         f"  search:   {view['candidates']} candidates, {view['iterations']} iterations, {view['proposals_rejected']} proposals rejected"
     )
+    if view["branch_of"]:
+        origin = view["branch_of"]
+        print(f"  branch:   branched from run {origin['run_id']} at {origin['candidate_id']}")
+    if view["branches"]:
+        named = ", ".join(f"{b['run_id']} (at {b['candidate_id']})" for b in view["branches"])
+        print(f"  branches: {named}")
     best = view["best"] or {}
     print(f"  best:     {best.get('candidate_id', '-')} train {_score(best.get('mean'))}")
     for c in cands[:5]:

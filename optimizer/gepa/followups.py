@@ -25,21 +25,23 @@ class LateralFollowUps:
         self._queue: dict[str, tuple[list[str], int]] = {}
         self._offered: set[str] = set()  # children ever queued: their turns are given once
 
-    def offer(self, candidate_id: str, parent_id: str) -> None:
+    def offer(self, candidate_id: str, parent_id: str) -> bool:
         """Queue a fully scored child when it is lateral to ``parent_id``: it broke seeds its
         parent passed and ties its train mean (one worse on the mean lost more than it won:
-        an answer that deleted a rule, or a gate passed on a noisy minibatch)."""
+        an answer that deleted a rule, or a gate passed on a noisy minibatch). Whether it is
+        lateral."""
         s = self._ctx.deps.state
         child, parent = s.train.get(candidate_id, {}), s.train.get(parent_id, {})
         broken = [x for x in s.train_seeds if x in child and child[x] < parent.get(x, 0.0)]
         mean, parent_mean = s.train_mean(candidate_id), s.train_mean(parent_id)
         tie = mean is not None and parent_mean is not None and abs(mean - parent_mean) < 1e-9
-        if broken and tie and candidate_id in s.frontier.members():
-            if candidate_id in self._offered:  # a second proposal wrote the same text: once
-                return
+        if not (broken and tie and candidate_id in s.frontier.members()):
+            return False
+        if candidate_id not in self._offered:  # a second proposal wrote the same text: once
             # Every proposal free meanwhile builds on it, each shown its share of what it broke.
             self._offered.add(candidate_id)
             self._queue[candidate_id] = (broken, self._ctx.in_flight)
+        return True
 
     def next(self) -> tuple[str, list[str]] | None:
         """A lateral child to build on next and the seeds it broke, if one is queued.

@@ -25,7 +25,7 @@ from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.deps import score_on_train
 from schemas import BudgetExhausted, CandidateRecord
 
-__all__ = ["MAX_REGATES", "MinibatchGate"]
+__all__ = ["MAX_REGATES", "MinibatchGate", "seed_changes"]
 
 # A text written again after it failed its gate is gated again this many times at most.
 MAX_REGATES = 2
@@ -37,6 +37,26 @@ def _rewards(results: Mapping[str, SeedResult]) -> dict[str, float | None]:
 
 def _scored(results: Mapping[str, SeedResult]) -> dict[str, float]:
     return {s: r.reward for s, r in results.items() if r.reward is not None}
+
+
+def seed_changes(
+    parents: Sequence[Mapping[str, float | None]],
+    child: Mapping[str, float | None],
+    seeds: Sequence[str],
+) -> dict[str, list[str]]:
+    """The seeds where the child scored above its best parent (``better``) and below it
+    (``worse``): what a gate's verdict rests on, for the ``gate`` event."""
+    out: dict[str, list[str]] = {"better": [], "worse": []}
+    for seed in seeds:
+        mine = child.get(seed)
+        theirs = [v for p in parents if (v := p.get(seed)) is not None]
+        if mine is None or not theirs:
+            continue
+        if mine > max(theirs):
+            out["better"].append(seed)
+        elif mine < max(theirs):
+            out["worse"].append(seed)
+    return out
 
 
 class MinibatchGate:
@@ -204,6 +224,7 @@ class MinibatchGate:
                 "child_score": total(_rewards(child_res), seeds),
                 "minibatch": seeds,
                 "accepted": accepted,
+                **seed_changes([_rewards(r) for r in results], _rewards(child_res), seeds),
             },
         )
         async with self._ctx.lock:
@@ -274,6 +295,8 @@ class MinibatchGate:
                 "child_score": total(scores, seeds),
                 "minibatch": seeds,
                 "accepted": accepted,
+                "on_train": True,  # a stack, judged on every train seed at once
+                **seed_changes([parent], scores, seeds),
             },
         )
         if accepted:

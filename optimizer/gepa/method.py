@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from optimizer.gepa.decisions import gepa_decisions
 from optimizer.gepa.ledger import failure_kind
 from optimizer.gepa.search import GepaSearch
 from optimizer.gepa.smoke import smoke_proposal
@@ -28,7 +29,7 @@ from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.search.state import SearchState
 from optimizer.runtime.search.strategy import SearchStart
-from schemas import RunConfig
+from schemas import Event, RunConfig
 
 __all__ = ["GepaMethod"]
 
@@ -90,3 +91,8 @@ class GepaMethod:
     def report_lines(self, section: Mapping[str, Any]) -> list[str]:
         """None: GEPA adds no section of its own."""
         return []
+
+    def decisions(self, events: Sequence[Event]) -> dict[str, list[dict[str, Any]]]:
+        """How each candidate was made, gated, stacked, rebased and judged on train
+        (:mod:`optimizer.gepa.decisions`)."""
+        return gepa_decisions(events)

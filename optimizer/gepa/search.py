@@ -373,7 +373,12 @@ class GepaSearch:
         d, parent_id = self._d, shown.parent_id
         await d.events.emit(
             "iteration",
-            {"iteration": iteration, "parent": parent_id, "minibatch": shown.minibatch},
+            {
+                "iteration": iteration,
+                "parent": parent_id,
+                "minibatch": shown.minibatch,
+                "context": shown.context,  # other failures it is shown briefly
+            },
         )
         parent = d.state.candidates[parent_id]
         parent_mb = await d.queue.evaluate(parent_id, parent.components, shown.minibatch)

@@ -105,6 +105,7 @@ class Stacking:
         for w in used:
             w.done = True
         self._followups.offer(record.candidate_id, base)
+        await self._train.verdict(record.candidate_id, base, lateral=True)
         return entry.done
 
     async def _stacked(
@@ -216,22 +217,30 @@ class Stacking:
         )
         by_id = {rec.candidate_id: res for rec, res in zip(scored, results, strict=True)}
 
-        def breaks(rec: CandidateRecord | None) -> bool:
+        def broke(rec: CandidateRecord | None) -> list[str]:
             res = by_id.get(rec.candidate_id, {}) if rec is not None else {}
-            return any(r.reward is not None and r.reward < theirs[s] for s, r in res.items())
+            return [s for s, r in res.items() if r.reward is not None and r.reward < theirs[s]]
 
         culprits = [
-            w for (w, rec), own in zip(tried, added, strict=True) if breaks(rec) and not breaks(own)
+            w for (w, rec), own in zip(tried, added, strict=True) if broke(rec) and not broke(own)
         ]
         await d.events.emit(
             "blame",
             {
                 "iteration": iteration,
                 "candidate_id": stack.candidate_id,
+                "onto": base,
                 "broken": broken,
                 "suspects": [w.child.candidate_id for w in suspects],
                 "culprits": [w.child.candidate_id for w in culprits],
                 "early": early,  # before the stack's train evaluation ended
+                # For each suspect: the broken seeds its edit alone broke, and those the
+                # lines it added alone broke (a trade when they match, not damage).
+                "edit_broke": {w.child.candidate_id: broke(rec) for w, rec in tried},
+                "added_broke": {
+                    w.child.candidate_id: broke(own)
+                    for (w, _), own in zip(tried, added, strict=True)
+                },
             },
         )
         return culprits

@@ -37,11 +37,12 @@ class TrainStage:
         if candidate_id not in d.state.train:
             await score_on_train(d, ctx.lock, candidate_id)
         self.accepted_since_merge = True
+        lateral = False
         if isinstance(against, str):
             if self.is_unproven_deletion(candidate_id, against):
                 d.state.held_back.add(candidate_id)
             else:
-                self._followups.offer(candidate_id, against)
+                lateral = self._followups.offer(candidate_id, against)
         scores = d.state.train.get(candidate_id, {})
         perfect = None
         if len(scores) == len(d.state.train_seeds) and min(scores.values(), default=0.0) >= 1.0:
@@ -49,6 +50,33 @@ class TrainStage:
             best = ctx.best_id() if candidate_id in d.state.held_back else None
             perfect = Perfect(candidate_id, best)
         self._stopping.scored(perfect)
+        await self.verdict(candidate_id, against, lateral=lateral, perfect=perfect is not None)
+
+    async def verdict(
+        self,
+        candidate_id: str,
+        against: str | tuple[str, str],
+        *,
+        lateral: bool = False,
+        perfect: bool = False,
+    ) -> None:
+        """Announce what a candidate's train scores made of it (the ``train_verdict`` event):
+        its mean against its parent(s)', and whether it is held back as an unproven deletion,
+        built on next as a lateral child, or solves every train seed."""
+        s = self._ctx.deps.state
+        parents = [against] if isinstance(against, str) else list(against)
+        await self._ctx.deps.events.emit(
+            "train_verdict",
+            {
+                "candidate_id": candidate_id,
+                "against": parents,
+                "mean": s.train_mean(candidate_id),
+                "against_means": [s.train_mean(p) for p in parents],
+                "held_back": candidate_id in s.held_back,
+                "lateral": lateral,
+                "perfect": perfect,
+            },
+        )
 
     def is_unproven_deletion(self, candidate_id: str, parent_id: str) -> bool:
         """Whether a fully scored child's edit adds nothing and it did not prove itself on

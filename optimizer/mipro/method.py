@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import optimizer.mipro.evidence as evidence
+from optimizer.mipro.decisions import mipro_decisions
 from optimizer.mipro.sampler import load_optuna
 from optimizer.mipro.search import InstructionSource, MiproSearch
 from optimizer.mipro.surface import surface_for
@@ -13,7 +14,7 @@ from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.search.state import SearchState
 from optimizer.runtime.search.strategy import SearchStart
-from schemas import RunConfig, UserError
+from schemas import Event, RunConfig, UserError
 
 __all__ = ["MiproMethod"]
 
@@ -57,3 +58,7 @@ class MiproMethod:
     def report_lines(self, section: Mapping[str, Any]) -> list[str]:
         """The ``## MIPRO search`` tables of ``report.md``."""
         return evidence.report_lines(section)
+
+    def decisions(self, events: Sequence[Event]) -> dict[str, list[dict[str, Any]]]:
+        """Each candidate's trials (:mod:`optimizer.mipro.decisions`)."""
+        return mipro_decisions(events)

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from optimizer.runtime.lifecycle.branch import branches_of
 from optimizer.service.auth import error_json
 from optimizer.service.manager import RunConflict, RunManager
 from optimizer.service.policy import PolicyRefusal
@@ -79,10 +80,19 @@ async def _record(request: Request) -> RunRecord:
         ) from None
 
 
-async def _view(manager: RunManager, record: RunRecord) -> dict[str, Any]:
+async def _view(
+    manager: RunManager, record: RunRecord, records: list[RunRecord] | None = None
+) -> dict[str, Any]:
     digest = await manager.digests.get(record.run_id)
     counts = await manager.workspace.count_trials(record.run_id)
-    return run_view(record, digest, counts, active=manager.is_active(record.run_id))
+    every = records if records is not None else await manager.workspace.list_runs()
+    return run_view(
+        record,
+        digest,
+        counts,
+        active=manager.is_active(record.run_id),
+        branches=branches_of(every, record.run_id),
+    )
 
 
 def _int(
@@ -109,9 +119,8 @@ async def health(request: Request) -> Response:
 async def list_runs(request: Request) -> Response:
     """``GET /api/runs``: every run, newest first."""
     manager = _manager(request)
-    return JSONResponse(
-        {"runs": [await _view(manager, r) for r in await manager.workspace.list_runs()]}
-    )
+    records = await manager.workspace.list_runs()
+    return JSONResponse({"runs": [await _view(manager, r, records) for r in records]})
 
 
 @_handled

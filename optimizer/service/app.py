@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 from optimizer.service.api import api_routes
 from optimizer.service.auth import TokenAuth, error_json
 from optimizer.service.bodies import DEFAULT_MAX_BODY_BYTES, JsonBodies
+from optimizer.service.explore_api import explore_routes
 from optimizer.service.manager import RunManager
 from optimizer.service.openapi import openapi_spec
 from optimizer.service.origin import LOOPBACK_HOSTS, SameOrigin
@@ -103,6 +104,7 @@ def create_app(
             *api_routes(),
             *steering_routes(),
             *sweep_routes(),
+            *explore_routes(),
             Route("/openapi.json", _openapi, methods=["GET"]),
             Route("/", index_page, methods=["GET"]),
             Route("/runs/{run_id}", run_page, methods=["GET"]),

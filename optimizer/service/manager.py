@@ -19,11 +19,14 @@ import json
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from pydantic import SecretStr
 
+from optimizer.runtime.lifecycle.branch import create_branch, find_candidate
 from optimizer.runtime.lifecycle.run_config import absolute_paths, stored_config
 from optimizer.runtime.steering import Steering, record_action
 from optimizer.searches import run_stored
@@ -137,11 +140,35 @@ class RunManager:
     # commands
 
     async def create(self, config: RunConfig, run_id: str | None = None) -> RunRecord:
-        """Store a new run the policy allows (paths made absolute; the token kept in memory only)."""
+        """Store a new run the policy allows (paths made absolute; the token kept in memory only);
+        a branch (``branch_of``) of a candidate this workspace holds."""
         self.policy.check(config)
+        if config.branch_of is not None:
+            await find_candidate(
+                self.workspace, config.branch_of.run_id, config.branch_of.candidate_id
+            )
         record = await self.workspace.create_run(absolute_paths(config), run_id)
         if config.container_token is not None:
             self._secrets[record.run_id] = RunConfig(container_token=config.container_token)
+        return record
+
+    async def branch(
+        self,
+        run_id: str,
+        candidate_id: str,
+        overrides: Mapping[str, Any],
+        new_run_id: str | None = None,
+    ) -> RunRecord:
+        """Store a branch of ``run_id`` at ``candidate_id`` that the policy allows
+        (:func:`optimizer.runtime.lifecycle.branch.create_branch`); it gets the container
+        token given, or else the one its origin was given here (kept in memory only)."""
+        record = await create_branch(
+            self.workspace, run_id, candidate_id, overrides, new_run_id, check=self.policy.check
+        )
+        token = overrides.get("container_token")
+        secrets = RunConfig(container_token=token) if token else self._secrets.get(run_id)
+        if secrets is not None:
+            self._secrets[record.run_id] = secrets
         return record
 
     async def start(self, run_id: str, *, resumed: bool = False) -> RunRecord:

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from optimizer.service.api import CreateRun
+from optimizer.service.explore_api import explore_openapi_paths
 from optimizer.service.steering import steering_openapi_paths
 from optimizer.service.sweeps import sweep_openapi_paths
 from schemas import CandidateRecord, Event, RolloutRecord, RunConfig, TrialView
@@ -111,6 +112,7 @@ def _paths() -> dict[str, Any]:
         **_output_paths(),
         **steering_openapi_paths(),
         **sweep_openapi_paths(),
+        **explore_openapi_paths(),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer.service.digest import RunDigest
@@ -13,9 +14,15 @@ __all__ = ["candidate_views", "run_view", "trial_views"]
 
 
 def run_view(
-    record: RunRecord, digest: RunDigest, counts: dict[str, int], *, active: bool
+    record: RunRecord,
+    digest: RunDigest,
+    counts: dict[str, int],
+    *,
+    active: bool,
+    branches: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """One run: its stored (secret-free) config, status and phase, budget used, best so far."""
+    """One run: its stored (secret-free) config, status and phase, budget used, best so far,
+    the run it branches from and the runs that branch from it (``branches``)."""
     budget = digest.budget
     limit = budget.get("limit", record.config.get("max_metric_calls"))
     return {
@@ -53,6 +60,8 @@ def run_view(
         "program": digest.program,
         "last_event_at": digest.last_event_at,
         "last_seq": digest.seq,
+        "branch_of": record.config.get("branch_of"),
+        "branches": [dict(b) for b in branches],
         "links": {
             "self": f"/api/runs/{record.run_id}",
             "console": f"/runs/{record.run_id}",

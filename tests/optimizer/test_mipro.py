@@ -230,6 +230,12 @@ async def test_mipro_run_is_reproducible_for_a_seed_and_uses_the_runtime(tmp_pat
     assert first["best"]["origin"] == "mipro" and first["method"] == "mipro"
     assert first["best"]["candidate_id"] in {t["candidate_id"] for t in mipro["trials"]}
     assert all(t["paid"] <= 4 for t in mipro["trials"])
+    # Why each candidate was kept: MIPRO's trials, then the runtime's scores and the winner.
+    why = {c["candidate_id"]: c for c in first["decisions"]}
+    for t in mipro["trials"]:
+        said = [d["text"] for d in why[t["candidate_id"]]["decisions"] if d["kind"] == "trial"]
+        assert any(f"trial {t['trial']}: instruction {t['instruction']} " in x for x in said)
+    assert why[first["best"]["candidate_id"]]["decision"].startswith("winner")
 
 
 async def test_search_stops_once_trials_only_repeat_what_it_scored(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ is ``optimizer.searches.SEARCHES``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.search.state import SearchState
 from optimizer.runtime.search.strategy import SearchStart
 from optimizer.searches import SEARCHES
-from schemas import RunConfig, UserError
+from schemas import Event, RunConfig, UserError
 from tests.fakes.scripted import RuleContainer, ScriptedProposer, program
 from workspace import Workspace
 
@@ -88,6 +88,10 @@ class _Recording:
         self.calls.append("report_lines")
         return ["## Recorded", "", f"best {section['best']}, note {section['note']}"]
 
+    def decisions(self, events: Sequence[Event]) -> dict[str, list[dict[str, Any]]]:
+        self.calls.append("decisions")
+        return {"hand": [{"kind": "noted", "seq": 1, "text": "read by the recording method"}]}
+
 
 async def test_the_runtime_runs_the_search_it_is_handed(tmp_path: Path) -> None:
     container, proposer, method = RuleContainer(program(LABELS)), ScriptedProposer(), _Recording()
@@ -98,7 +102,7 @@ async def test_the_runtime_runs_the_search_it_is_handed(tmp_path: Path) -> None:
             proposer=proposer,
             http=http,
         )
-    assert method.calls == ["prepare", "build", "evidence_section"]
+    assert method.calls == ["prepare", "build", "evidence_section", "decisions"]
     assert "gepa" not in result.evidence  # a method with nothing to add adds no section
     (start,) = method.starts
     assert start.baseline_id == result.baseline_candidate_id
@@ -118,7 +122,7 @@ async def test_the_method_adds_its_own_part_to_the_evidence_and_the_report(
         result = await Runner({"gepa": method}).run_optimization(
             _config(), workspace=tmp_path / "ws", proposer=ScriptedProposer(), http=http
         )
-    assert method.calls[-2:] == ["evidence_section", "report_lines"]
+    assert method.calls[-3:] == ["evidence_section", "decisions", "report_lines"]
     best = result.best_candidate_id
     assert result.evidence["gepa"] == {"note": "n1", "best": best}  # under the method's name
     assert list(result.evidence)[-1] == "gepa"

@@ -8,12 +8,21 @@
   process at a time, and how a run that did not complete is recorded;
 - :mod:`optimizer.runtime.lifecycle.program_check`: the container's program, checked again;
 - :mod:`optimizer.runtime.lifecycle.embedded`: a ``--module`` target served in-process;
+- :mod:`optimizer.runtime.lifecycle.branch`: a new run whose baseline is another run's candidate;
 - :mod:`optimizer.runtime.lifecycle.holdouts`: holdout evaluations in the background;
 - :mod:`optimizer.runtime.lifecycle.progress`: the progress bar of the CLI.
 """
 
 from __future__ import annotations
 
+from optimizer.runtime.lifecycle.branch import (
+    branch_baseline,
+    branch_config,
+    branched_program,
+    branches_of,
+    create_branch,
+    find_candidate,
+)
 from optimizer.runtime.lifecycle.embedded import EmbeddedContainer, container_for, module_spec
 from optimizer.runtime.lifecycle.guard import RunGuard
 from optimizer.runtime.lifecycle.holdouts import BackgroundHoldouts
@@ -58,12 +67,18 @@ __all__ = [
     "Runner",
     "WORKSPACE_REF",
     "absolute_paths",
+    "branch_baseline",
+    "branch_config",
+    "branched_program",
+    "branches_of",
     "budget_warning",
     "check_resumed",
     "check_splits",
     "container_for",
+    "create_branch",
     "create_with_inputs",
     "executed_config",
+    "find_candidate",
     "hold_lease",
     "is_workspace_ref",
     "know_secrets",

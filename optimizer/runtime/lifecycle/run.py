@@ -38,6 +38,7 @@ import httpx
 from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.events import EventSink, Listener
 from optimizer.runtime.accounts.plan import RunPlan, plan_run
+from optimizer.runtime.lifecycle.branch import branch_baseline, branched_program
 from optimizer.runtime.lifecycle.guard import RunGuard
 from optimizer.runtime.lifecycle.holdouts import BackgroundHoldouts
 from optimizer.runtime.lifecycle.lease import HeldLease
@@ -195,7 +196,7 @@ class Run:
         )
         try:
             await client.check_health()
-            program = await client.program()
+            program = await self._branched(await client.program())
             await self._check_resumed(program)
             self.watch = ProgramWatch(client, program, self.record.run_id, self.warn)
             every = asyncio.create_task(self.watch.every(PROGRAM_CHECK_S, self.guard.halt))
@@ -205,6 +206,15 @@ class Run:
                 every.cancel()
         finally:
             await client.aclose()
+
+    async def _branched(self, program: Program) -> Program:
+        """The program as served, or for a branch with its origin candidate's texts as the
+        baseline (:mod:`optimizer.runtime.lifecycle.branch`)."""
+        branch = self.config.branch_of
+        if branch is None:
+            return program
+        components = await branch_baseline(self.workspace, self.record.run_id, branch)
+        return branched_program(program, components, branch)
 
     async def _check_resumed(self, program: Program) -> None:
         seeds = [

@@ -185,6 +185,9 @@ def plan_event(config: RunConfig, program: Program, plan: RunPlan, limit: int) -
             "skipped": list(plan.skipped),
         },
         "proposals_in_flight": config.proposals_in_flight,
+        # The seeds of each split the run scores, so a view of the run (``runs compare``)
+        # can tell a seed's split from its events alone.
+        "splits": {"train": list(plan.train), "val": list(plan.val), "holdout": list(plan.holdout)},
     }
 
 

@@ -1,7 +1,8 @@
 """The evidence packet: ``evidence.json`` for machines and ``report.md`` for people.
 
 Both are built from the search state, the promotion verdict and cached rollouts (read from
-the workspace, never re-run), and written through the workspace, which owns the run folder.
+the workspace, never re-run) and the run's events (why each candidate was kept or dropped),
+and written through the workspace, which owns the run folder.
 The method adds its own part under its name (``SearchMethod.evidence_section``) and renders
 it in the report (``SearchMethod.report_lines``); the runtime names no method.
 """
@@ -20,6 +21,7 @@ from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.plan import RunPlan
 from optimizer.runtime.results.promotion import Promotion
 from optimizer.runtime.results.report import render_report
+from optimizer.runtime.results.why import explain, read_events
 from optimizer.runtime.rollouts.queue import RolloutQueue
 from optimizer.runtime.search.frontier import frontier_view, mean_score
 from optimizer.runtime.search.state import SearchState
@@ -161,8 +163,17 @@ async def build_evidence(
         "diff": prompt_diff(s.candidates[base].components, s.candidates[best].components),
         "traces": await _traces(workspace, queue, s, best, base, seeds.holdout),
         "warnings": list(inputs.warnings),
+        "decisions": await _decisions(inputs, workspace),
         **({name: own} if own is not None else {}),
     }
+
+
+async def _decisions(inputs: EvidenceInputs, workspace: Workspace) -> list[dict[str, Any]]:
+    """Why each candidate was kept or dropped, from the run's events (gepa-ai #381's manifest:
+    :mod:`optimizer.runtime.results.why`)."""
+    events = await read_events(workspace, inputs.run_id)
+    candidates = list(inputs.state.candidates.values())
+    return explain(events, candidates, inputs.method, branch_of=inputs.config.get("branch_of"))
 
 
 def _frontier_section(s: SearchState) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from optimizer.runtime.results.why import why_table
 from optimizer.runtime.search.strategy import SearchMethod
 
 __all__ = ["promotion_summary", "render_report"]
@@ -115,6 +116,8 @@ def render_report(packet: dict[str, Any], method: SearchMethod) -> str:
     out = [
         *_head_lines(packet),
         *_candidate_lines(packet),
+        "",
+        *why_table(packet.get("decisions") or []),
         *_frontier_lines(packet),
         *(method.report_lines(packet[name]) if name in packet else []),
         *_usage_lines(packet["usage"]),

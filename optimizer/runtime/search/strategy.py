@@ -11,11 +11,12 @@ package with one ``SearchMethod`` and one entry in that registry; no runtime fil
     reason = await method.build(deps, start).run()
     packet[config.method] = method.evidence_section(state, best_id)  # when not None
     report += method.report_lines(packet[config.method])
+    method.decisions(events)               # why each candidate was kept or dropped
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,7 +24,7 @@ from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.baseline import BaselineScores
 from optimizer.runtime.search.deps import SearchDeps
 from optimizer.runtime.search.state import SearchState
-from schemas import Program, RunConfig, UserError
+from schemas import Event, Program, RunConfig, UserError
 
 __all__ = ["Search", "SearchMethod", "SearchStart", "Searches", "method_of"]
 
@@ -79,6 +80,14 @@ class SearchMethod(Protocol):
 
     def report_lines(self, section: Mapping[str, Any]) -> list[str]:
         """``report.md``'s Markdown lines for that part, read back from the packet."""
+        ...
+
+    def decisions(self, events: Sequence[Event]) -> dict[str, list[dict[str, Any]]]:
+        """What the method's events of a run say about each candidate: candidate id -> its
+        decisions in the order they were logged, each ``{"kind", "seq", "ts", "text"}``, an
+        ``outcome`` (what the candidate is after it) where it decides something, and the
+        numbers it rests on; ``kind`` ``"created"`` says how it was made. Read from the event
+        log alone, so a finished run answers (:mod:`optimizer.runtime.results.why`)."""
         ...
 
 

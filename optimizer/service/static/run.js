@@ -14,7 +14,7 @@
     candidates: new Map(), scored: [], winners: {}, newWins: new Set(), coverage: {}, covered: null, setAside: [], iterations: 0, rejected: 0,
     startedAt: null, lastEventAt: null, lastSeq: 0, serverOffset: 0, lastBeat: null, quietAfter: 30, ended: false,
     program: null, stopReason: null, evidenceLoaded: false, feedOffset: 0, feedBusy: false, feedAgain: false,
-    method: "gepa", mipro: Mipro.state(), concurrency: null, rateLimit: null,
+    method: "gepa", mipro: Mipro.state(), concurrency: null, rateLimit: null, steer: Steer.state(),
   };
   let stream = null, dirty = false, failedPhase = null;
 
@@ -26,9 +26,10 @@
   }
 
   function activity(ts, ...parts) {
-    const list = $("activity");
-    list.prepend(el("li", {}, el("span", { class: "t" }, clock(ts)), el("span", {}, ...parts)));
+    const list = $("activity"), item = el("li", {}, el("span", { class: "t" }, clock(ts)), el("span", {}, ...parts));
+    list.prepend(item);
     while (list.children.length > 120) list.lastChild.remove();
+    return item;
   }
 
   function apply(ev) {
@@ -119,6 +120,9 @@
         if (line) activity(ev.ts, ...line);
         break;
       }
+      case "action":  // a person's: the time, what, and where it came from
+        activity(ev.ts, ...Steer.fold(S.steer, d)).classList.add("action", `action-${d.action}`);
+        break;
       case "promotion": activity(ev.ts, d.promoted ? "best candidate promoted" : "best candidate not promoted", ` (lift ${fmt(d.lift)})`); break;
       default: break;
     }
@@ -180,7 +184,8 @@
       " — each failed for 2 different candidates; not asked again, never scored (hover for the last error)"] : []));
     Widgets.chart($("chart"), Object.assign({}, S, { now: S.ended || S.status !== "running" ? S.lastEventAt : serverNow() }));
     Widgets.frontier($("frontier"), S);
-    Widgets.candidates(document.querySelector("#candidates tbody"), S);
+    Widgets.candidates(document.querySelector("#candidates tbody"), S, { open: Steer.openCandidate, select: Steer.toggle });
+    Steer.render(S);
     $("method").hidden = false;
     $("method").textContent = mipro ? "MIPRO" : "GEPA";
     $("method").title = mipro ? "method: MIPRO (instruction and demo set search over Optuna trials)" : "method: GEPA (reflective prompt evolution)";
@@ -341,6 +346,7 @@
     $("crumb-run").textContent = runId;
     document.title = `${runId} - gepa-runtime console`;
     Console.tokenLinks();
+    Steer.init({ runId, S, touch, $ });
     $("start").onclick = () => act("start");
     $("cancel").onclick = () => act("cancel");
     $("drawer-close").onclick = () => { $("drawer").hidden = true; };
@@ -355,7 +361,7 @@
       const source = (cfg.containers || []).join(", ") || `module ${cfg.module}`;
       $("run-sub").replaceChildren(el("span", { id: "program-id" }, view.program_id || "program not reached yet"),
         ` · ${source} · reflection ${cfg.reflection_model}` + (cfg.task_model ? ` · task ${cfg.task_model}` : "") +
-        ` · created ${new Date(view.created_at * 1000).toLocaleString()}`);
+        ` · created ${new Date(view.created_at * 1000).toLocaleString()}`, ...Steer.links(view));
       const total = view.budget.paid + view.budget.cached + view.budget.errors;
       S.feedOffset = Math.max(0, total - FEED_MAX);
       touch();

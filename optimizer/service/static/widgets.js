@@ -98,16 +98,29 @@ const Widgets = (() => {
     target.classList.toggle("dense", seeds.length > 48);
   }
 
-  /** Candidates ranked by train mean, then seeds won, with their best seed; the best is highlighted. */
-  function candidates(tbody, state) {
+  /** Candidates ranked by train mean, then seeds won, with their best seed; the best is
+   *  highlighted, a person's pin and rejections tagged. ``on.open(id)`` opens a candidate's page,
+   *  ``on.select(id, checked)`` picks it for a comparison. */
+  function candidates(tbody, state, on = {}) {
+    const steer = state.steer || { rejected: new Map(), pinned: null, selected: new Set() };
     const wins = new Map();
     for (const list of Object.values(state.winners)) for (const c of list) wins.set(c, (wins.get(c) || 0) + 1);
     const list = [...state.candidates.values()].sort((a, b) =>
       (b.mean ?? -1) - (a.mean ?? -1) || (wins.get(b.id) || 0) - (wins.get(a.id) || 0) || a.order - b.order);
     const bestId = state.best && state.best.candidate_id;
-    tbody.replaceChildren(...list.map((c, i) => el("tr", { class: c.id === bestId ? "best" : "", title: c.rationale || "" },
+    const row = (c) => ({
+      class: `link${c.id === bestId ? " best" : ""}${steer.rejected.has(c.id) ? " rejected" : ""}`,
+      title: c.rationale || "", "data-candidate": c.id,
+      onclick: (e) => { if (on.open && e.target.type !== "checkbox") on.open(c.id); },
+    });
+    const pick = (c) => el("input", { type: "checkbox", class: "pick", checked: steer.selected.has(c.id),
+      onchange: (e) => on.select && on.select(c.id, e.target.checked) });
+    tbody.replaceChildren(...list.map((c, i) => el("tr", row(c),
+      el("td", {}, pick(c)),
       el("td", { class: "num" }, i + 1),
-      el("td", {}, cid(c.id)),
+      el("td", {}, cid(c.id),
+        steer.pinned === c.id ? el("span", { class: "tag pinned" }, "pinned") : "",
+        steer.rejected.has(c.id) ? el("span", { class: "tag rejected", title: steer.rejected.get(c.id) }, "rejected") : ""),
       el("td", {}, el("span", { class: `tag origin-${c.origin}` }, c.origin)),
       el("td", {}, ...(c.parents.length ? c.parents.map((p) => cid(p, p.slice(0, 6))) : ["–"])),
       el("td", { class: "num mean" }, c.mean === undefined || c.mean === null ? "–" : score(c.mean)),

@@ -1,7 +1,7 @@
 """What the tests of GEPA's parts share: a state built by hand, and the search's parts over it.
 
 The parts are driven directly, not through a whole run: on states whose scores the test
-writes (``lineage_state``), with no queue, workspace or event sink behind them; or, for the
+writes (``lineage_state``), with no queue or workspace behind them; or, for the
 parts that send rollouts and store candidates, over the recording fakes of
 ``tests.optimizer.gepa.fakes`` (``wired``), the rollouts scored by a function.
 """
@@ -82,8 +82,8 @@ def deps_for(
     budget: Budget | None = None,
     **config: Any,
 ) -> SearchDeps:
-    """Search dependencies around ``state``; without fakes, for tests that send no rollout,
-    store nothing and announce nothing."""
+    """Search dependencies around ``state``; without fakes, for tests that send no rollout
+    and store nothing (what they announce is recorded all the same)."""
 
     async def checkpoint() -> None:
         return None
@@ -95,7 +95,7 @@ def deps_for(
         queue=queue,  # type: ignore[arg-type]
         proposer=ScriptedProposer(),
         budget=budget or Budget(),
-        events=events,  # type: ignore[arg-type]
+        events=events or RecordingEvents(),  # type: ignore[arg-type]
         rng=random.Random(0),
         state=state,
         components=(ComponentSpec("system_prompt", "prompt"),),

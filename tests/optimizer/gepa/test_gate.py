@@ -55,9 +55,11 @@ async def test_the_criterion_passes_a_child_that_beats_its_parent_and_the_verdic
         "child_score": 2.0,
         "minibatch": ["ant-0", "bee-0"],
         "accepted": True,
+        "better": ["bee-0"],  # the seeds the verdict rests on (``runs why`` names them)
+        "worse": [],
     }
     assert (second["candidate_id"], second["child_score"]) == (worse.candidate_id, 0.0)
-    assert not second["accepted"]
+    assert not second["accepted"] and second["worse"] == ["ant-0"] and not second["better"]
     assert w.queue.seeds_sent(better.candidate_id) == ["ant-0", "bee-0"]  # decided: not extended
     assert w.state.contenders == {better.candidate_id}  # it earns its train evaluation
     assert w.state.minibatch[better.candidate_id] == {"ant-0": 1.0, "bee-0": 1.0}

@@ -86,6 +86,10 @@ async def test_a_stack_that_broke_seeds_is_restacked_without_the_child_to_blame(
         "suspects": [bad_id],
         "culprits": [bad_id],
         "early": True,
+        "onto": base,
+        # What it is blamed on: its edit alone broke ant's seeds; what it added alone, none.
+        "edit_broke": {bad_id: ["ant-0", "ant-1"]},
+        "added_broke": {bad_id: []},
     }
     assert first["candidate_id"] not in w.state.train
     assert w.queue.rounds_of(first["candidate_id"]) == [["ant-0", "ant-1", "bee-0", "bee-1"]]
