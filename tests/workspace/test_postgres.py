@@ -190,7 +190,7 @@ def test_a_url_made_into_a_path_is_refused_not_made_a_folder(tmp_path: Path, mon
 
 
 def test_the_cli_names_the_fix_and_makes_no_folder(
-    postgres_url: str, tmp_path: Path, monkeypatch
+    postgres_url: str, postgres_store_url: str, tmp_path: Path, monkeypatch
 ) -> None:
     """``--workspace postgresql://...`` is a store, never a local folder named
     ``postgresql:``, and a store that is down is said so."""
@@ -208,7 +208,7 @@ def test_the_cli_names_the_fix_and_makes_no_folder(
         assert said in done.stderr and "pw@" not in done.stderr
     assert list(tmp_path.iterdir()) == []
     listed = subprocess.run(
-        [sys.executable, "-m", "optimizer.cli", "runs", "list", "--workspace", postgres_url],
+        [sys.executable, "-m", "optimizer.cli", "runs", "list", "--workspace", postgres_store_url],
         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
