@@ -22,6 +22,7 @@ from schemas.exceptions import (
     Retryable,
     RolloutFailed,
     RunLeased,
+    StoreUnreachable,
     UserError,
     WorkspaceError,
 )
@@ -130,6 +131,7 @@ __all__ = [
     "TrialView",
     "Usage",
     "UserError",
+    "StoreUnreachable",
     "WorkspaceError",
     "cache_key",
     "candidate_id_for",

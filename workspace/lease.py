@@ -35,6 +35,7 @@ __all__ = [
     "Takeover",
     "drop_lease",
     "fetch_lease",
+    "holder_gone",
     "lease_timeout",
     "leased_message",
     "new_lease",
@@ -115,10 +116,18 @@ def stale_reason(lease: Lease, *, now: float, timeout_s: float | None = None) ->
 
     ``timeout_s`` overrides the holder's own timeout (a stricter judge, e.g. in a test).
     """
-    if lease.host == this_host() and not pid_alive(lease.pid):
-        return f"pid {lease.pid} is no longer running on {lease.host}"
     timeout_s = lease.timeout_s if timeout_s is None else timeout_s
-    age = now - lease.heartbeat_at
+    return holder_gone(lease.host, lease.pid, lease.heartbeat_at, timeout_s, now=now)
+
+
+def holder_gone(
+    host: str, pid: int, heartbeat_at: float, timeout_s: float, *, now: float
+) -> str | None:
+    """Why a holder (of a lease, a claim, a share of a limit) counts as gone, or ``None``:
+    its pid no longer runs on this host, or its heartbeat is older than ``timeout_s``."""
+    if host == this_host() and not pid_alive(pid):
+        return f"pid {pid} is no longer running on {host}"
+    age = now - heartbeat_at
     if age > timeout_s:
         return f"no heartbeat for {age:.0f} s (the limit is {timeout_s:.0f} s)"
     return None

@@ -12,6 +12,11 @@ stored, and a transaction cut off by the kill is rolled back by the server. As i
 :mod:`workspace.db`, the ``COMMIT`` is shielded: once sent it completes, and the connection
 goes back to the pool, even if the caller is cancelled.
 
+A server that restarts or fails over under a run is ridden out
+(:mod:`workspace.postgres.retry`): the pool's connections are replaced, a read's statement runs
+again, a transaction (:meth:`PostgresDatabase.at_once`) runs again whole unless the server
+says it committed, until the outage limit.
+
 Several processes write at once here, unlike SQLite. The SQL that reads before it writes
 locks what it reads (see :mod:`workspace.conn`); the rollout cache and the event log have
 their own rules (:mod:`workspace.rollouts`, :mod:`workspace.events`).
@@ -24,7 +29,8 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar, TypeVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
 import psycopg
 from psycopg.rows import RowMaker
@@ -34,6 +40,7 @@ from schemas.exceptions import WorkspaceError
 from workspace.conn import POSTGRES, Conn, Row
 from workspace.location import mask_url
 from workspace.postgres.errors import bad_url, connect_failed, server_of
+from workspace.postgres.retry import OUTAGE_LIMIT_S, Outage, is_lost
 from workspace.postgres.schema import PG_SCHEMA_VERSION, check_version, migrate, needs_migration
 
 T = TypeVar("T")
@@ -41,6 +48,7 @@ T = TypeVar("T")
 __all__ = ["PgConn", "PostgresDatabase"]
 
 _CONNECT_TIMEOUT_S = 10
+_Conn: TypeAlias = "psycopg.AsyncConnection[Any]"
 
 
 class _Row(tuple[Any, ...]):
@@ -116,13 +124,20 @@ class PostgresDatabase:
     dialect = POSTGRES
 
     def __init__(
-        self, url: str, *, readonly: bool = False, pool_size: int = 8, timeout_s: float = 30.0
+        self,
+        url: str,
+        *,
+        readonly: bool = False,
+        pool_size: int = 8,
+        timeout_s: float = 30.0,
+        outage_limit_s: float = OUTAGE_LIMIT_S,
     ) -> None:
         self.url = url
         self.where = mask_url(url)
         self.readonly = readonly
         self.pool_size = pool_size
         self.timeout_s = timeout_s
+        self._outage = Outage(self.where, outage_limit_s)
         self._pool: AsyncConnectionPool[Any] | None = None
 
     def _kwargs(self) -> dict[str, Any]:
@@ -166,6 +181,7 @@ class PostgresDatabase:
             max_size=self.pool_size,
             open=False,
             timeout=self.timeout_s,
+            reconnect_timeout=max(300.0, self._outage.limit_s),
             configure=self._read_only if self.readonly else None,
             name="gepa-workspace",
         )
@@ -209,41 +225,46 @@ class PostgresDatabase:
             )
         return self._pool
 
-    async def _connection(self, pool: AsyncConnectionPool[Any]) -> psycopg.AsyncConnection[Any]:
-        try:
-            return await pool.getconn()
-        except PoolTimeout as exc:
-            raise WorkspaceError(
-                f"no connection to PostgreSQL at {self.where} within {self.timeout_s:.0f} s: "
-                "the server is down or unreachable, or all the pool's connections are busy"
-            ) from exc
+    async def _connection(self, pool: AsyncConnectionPool[Any], doing: str) -> _Conn:
+        """A pooled connection, waiting out an outage (see :mod:`workspace.postgres.retry`)."""
+        while True:
+            try:
+                return await pool.getconn(
+                    timeout=max(1.0, min(self.timeout_s, self._outage.remaining()))
+                )
+            except PoolTimeout as exc:
+                await self._outage.wait(exc, doing)
+
+    async def _lost(self, pool: AsyncConnectionPool[Any], exc: BaseException, doing: str) -> None:
+        """A lost error: at the first of an outage, the pool's connections are replaced (a
+        restarted server ended them all); then wait before the next try."""
+        if self._outage.since is None:
+            await pool.drain()
+        await self._outage.wait(exc, doing)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[Conn]:
-        """A pooled connection for reads (each statement sees what is committed)."""
+        """A pooled connection for reads: each statement sees what is committed, and one that
+        the server's going away cut off runs again on a new connection (reads change nothing)."""
         pool = self._opened()
-        conn = await self._connection(pool)
+        conn = _ReadConn(self, pool, await self._connection(pool, "reading"))
         try:
-            yield PgConn(conn)
+            yield conn
         except psycopg.Error as exc:
             raise WorkspaceError(f"reading {self.where} failed: {exc}") from exc
         finally:
-            await asyncio.shield(pool.putconn(conn))
+            await asyncio.shield(pool.putconn(conn.raw))
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Conn]:
         """One ``BEGIN ... COMMIT`` transaction on a pooled connection; durable on exit.
 
         Any exception rolls it back. The ``COMMIT`` (or ``ROLLBACK``) and the connection's
-        return to the pool are shielded from the caller's cancellation.
+        return to the pool are shielded from the caller's cancellation. Not retried: the
+        store's own writes go through :meth:`at_once`, which is.
         """
-        if self.readonly:
-            raise WorkspaceError(
-                f"workspace {self.where} is opened read-only; writes go through the "
-                "process that runs the optimizer"
-            )
-        pool = self._opened()
-        conn = await self._connection(pool)
+        pool = self._writer()
+        conn = await self._connection(pool, "writing")
         try:
             await conn.execute("BEGIN")
             yield PgConn(conn)
@@ -259,15 +280,87 @@ class PostgresDatabase:
             raise WorkspaceError(f"writing {self.where} failed: {exc}") from exc
 
     async def at_once(self, body: Callable[[Conn], Awaitable[T]]) -> T:
-        """``body`` in one transaction (:meth:`write`): on PostgreSQL each statement is a
-        round trip to the server anyway."""
-        async with self.write() as conn:
-            return await body(conn)
+        """``body`` in one ``BEGIN ... COMMIT`` transaction, run again whole when the server
+        went away before it committed (``body`` must do nothing but its statements).
+
+        The transaction id is read with ``BEGIN`` (the same round trip): when the connection
+        drops while ``COMMIT`` is on its way, the server says whether it committed, and a
+        committed body is not run twice. Gives up with ``StoreUnreachable`` past the outage
+        limit.
+        """
+        pool = self._writer()
+        while True:
+            attempt = _Attempt()
+            try:
+                result = await self._transaction(pool, body, attempt)
+            except (psycopg.Error, PoolTimeout) as exc:
+                if not attempt.lost:
+                    raise WorkspaceError(f"writing {self.where} failed: {exc}") from exc
+                if attempt.committing and await self._committed(pool, attempt.xid):
+                    self._outage.ok()
+                    return attempt.result  # type: ignore[return-value]
+                await self._lost(pool, exc, "writing")
+                continue
+            self._outage.ok()
+            return result
+
+    async def _transaction(
+        self,
+        pool: AsyncConnectionPool[Any],
+        body: Callable[[Conn], Awaitable[T]],
+        attempt: _Attempt,
+    ) -> T:
+        conn = await self._connection(pool, "writing")
+        try:
+            cursor = await conn.execute("BEGIN; SELECT txid_current()")
+            cursor.nextset()
+            row = await cursor.fetchone()
+            attempt.xid = int(row[0]) if row else None
+            attempt.result = await body(PgConn(conn))
+            attempt.committing = True
+        except BaseException as exc:
+            attempt.lost = is_lost(exc, conn)
+            await asyncio.shield(self._end(pool, conn, "ROLLBACK"))
+            raise
+        try:
+            await asyncio.shield(self._end(pool, conn, "COMMIT"))
+        except psycopg.Error as exc:
+            attempt.lost = is_lost(exc, conn)
+            raise
+        return attempt.result  # type: ignore[no-any-return]
+
+    async def _committed(self, pool: AsyncConnectionPool[Any], xid: int | None) -> bool:
+        """Whether transaction ``xid``, cut off while committing, committed (asked until the
+        server answers, within the outage limit)."""
+        if xid is None:
+            return False
+        while True:
+            conn = await self._connection(pool, "writing")
+            try:
+                cursor = await conn.execute("SELECT txid_status(%s)", (xid,))
+                row = await cursor.fetchone()
+            except psycopg.Error as exc:
+                if not is_lost(exc, conn):
+                    raise
+                await self._lost(pool, exc, "writing")
+                continue
+            finally:
+                await asyncio.shield(pool.putconn(conn))
+            status = row[0] if row else None
+            if status != "in progress":
+                return bool(status == "committed")
+            await asyncio.sleep(0.05)
+
+    def _writer(self) -> AsyncConnectionPool[Any]:
+        if self.readonly:
+            raise WorkspaceError(
+                f"workspace {self.where} is opened read-only; writes go through the "
+                "process that runs the optimizer"
+            )
+        return self._opened()
 
     @staticmethod
-    async def _end(
-        pool: AsyncConnectionPool[Any], conn: psycopg.AsyncConnection[Any], sql: str
-    ) -> None:
+    async def _end(pool: AsyncConnectionPool[Any], conn: _Conn, sql: str) -> None:
         try:
             if sql == "COMMIT":
                 await conn.execute("COMMIT")
@@ -277,3 +370,41 @@ class PostgresDatabase:
                     await conn.execute("ROLLBACK")
         finally:
             await pool.putconn(conn)
+
+
+@dataclass
+class _Attempt:
+    """How far one try of :meth:`PostgresDatabase.at_once` got."""
+
+    xid: int | None = None
+    result: object = None
+    committing: bool = False  # the body finished: COMMIT was (about to be) sent
+    lost: bool = False  # it failed because the server went away
+
+
+class _ReadConn(PgConn):
+    """A read connection whose statements run again on a new connection when the server
+    went away (each is its own implicit transaction: running it again is safe)."""
+
+    def __init__(self, db: PostgresDatabase, pool: AsyncConnectionPool[Any], conn: _Conn) -> None:
+        super().__init__(conn)
+        self._db, self._pool = db, pool
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """The rows of one statement."""
+        while True:
+            try:
+                rows = await super().fetchall(sql, params)
+            except psycopg.Error as exc:
+                await self._again(exc)
+                continue
+            self._db._outage.ok()
+            return rows
+
+    async def _again(self, exc: psycopg.Error) -> None:
+        if not is_lost(exc, self.raw):
+            raise exc
+        await self._db._lost(self._pool, exc, "reading")
+        old, self.raw = self.raw, None  # type: ignore[assignment]
+        await asyncio.shield(self._pool.putconn(old))
+        self.raw = await self._db._connection(self._pool, "reading")
