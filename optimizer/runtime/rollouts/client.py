@@ -42,7 +42,7 @@ from pydantic import ValidationError
 from optimizer.runtime.rollouts.bodies import BodyReader, ParsedRollout, RolloutBody
 from optimizer.runtime.rollouts.endpoints import Endpoint, Endpoints
 from optimizer.runtime.rollouts.lanes import LaneTransport, env_proxies, lane_extensions
-from optimizer.runtime.rollouts.limits import EndpointLimits, Ticket
+from optimizer.runtime.rollouts.limits import AdaptiveLimit, EndpointLimits, Ticket
 from optimizer.runtime.rollouts.retries import RetryPolicy, Tries, retry_after
 from schemas import (
     DEFAULT_REWARD_RANGE,
@@ -168,6 +168,10 @@ class ContainerClient:
     def leave(self) -> None:
         """Undo every ``join`` of this client."""
         self._endpoints.leave()
+
+    def limits(self) -> list[AdaptiveLimit]:
+        """Each URL's adaptive limit (shared by every client of the process on that URL)."""
+        return [e.limit for e in self._endpoints.all]
 
     def limits_view(self) -> list[dict[str, Any]]:
         """Each URL's limit, rollouts in flight and rate-limit wait (see ``AdaptiveLimit.view``)."""
