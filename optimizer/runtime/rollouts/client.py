@@ -270,6 +270,16 @@ class ContainerClient:
         4xx, ``UserError`` when the token is refused.
         """
         body = request if isinstance(request, RolloutBody) else RolloutBody.of(request)
+        with self._endpoints.wanted():
+            return await self._rollout(body, reward_range, trace_cap_bytes, lane)
+
+    async def _rollout(
+        self,
+        body: RolloutBody,
+        reward_range: tuple[float, float],
+        trace_cap_bytes: int | None,
+        lane: int | None,
+    ) -> tuple[RolloutOutcome, int]:
         tries = Tries(body.seed)
         while True:
             endpoint, ticket = await self._endpoints.acquire()

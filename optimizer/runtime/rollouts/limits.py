@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
+import time
 import weakref
 from collections import deque
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ GROWTH = 0.05  # increase per clean round: this share of the limit, at least 1
 MAX_STRIKES = 6  # at most 2**6 = 64 clean rounds below the wall before it is tried again
 FRESH_AFTER_S = 60.0  # a run joining an endpoint without pressure this long starts at the top
 PRESSURE = frozenset({429, 503})
+HOLD_S = 0.25  # shared: how long a refused request's slot rests (a visit's period)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Report:
     """What a process saw of a shared limit since its last visit to the store."""
 
     cut_from: int | None  # the episode it saw a 429/503 in (None: none)
+    cut_sent: float  # when the last request refused in that episode was sent (time.time())
     epoch: int  # the episode its clean answers belong to
     clean: int  # clean answers of requests sent while its part was all in use
 
@@ -83,6 +86,7 @@ class AdaptiveLimit:
         self.ceiling = 0  # the sum of the shares of the runs using it
         self.limit = 0.0
         self.in_flight = 0
+        self.wanting = 0  # rollouts under way that may go to this URL (their client's count)
         self.failures = 0  # requests in a row that got no answer
         self.down_until = 0.0  # resting after a refused or dropped connection
         self.refusing = False  # since then, no answer: one request at a time tries it
@@ -99,7 +103,9 @@ class AdaptiveLimit:
         self.allotted: int | None = None
         self.shared: dict[str, Any] = {}  # the store's limit as last seen: limit, runners
         self._cut_from: int | None = None
+        self._cut_sent = 0.0
         self._counted = 0
+        self._level_since = 0.0  # when this process heard of the store's current level
         self.nudge = asyncio.Event()  # set when the store should hear of a cut at once
         self.member: str | None = None  # this process's token among the URL's runners
         self.visiting = asyncio.Lock()  # one visit to the store at a time
@@ -117,8 +123,9 @@ class AdaptiveLimit:
 
     @property
     def demand(self) -> int:
-        """Requests in flight or waiting for a slot, at most the ceiling."""
-        return min(self.ceiling, self.in_flight + len(self._waiters))
+        """Rollouts under way on this URL (in flight, waiting for a slot, or resting before a
+        retry), at most the ceiling."""
+        return min(self.ceiling, max(self.wanting, self.in_flight + len(self._waiters)))
 
     def room(self) -> int:
         """Slots free now (one at most while the URL is tried again after refusals)."""
@@ -151,7 +158,13 @@ class AdaptiveLimit:
         self, ticket: Ticket, status: int | None, now: float, retry_after: float | None = None
     ) -> None:
         """The request of ``ticket`` ended: ``status`` of its answer, None for no answer."""
-        self.in_flight -= 1
+        if self.allotted is not None and status in PRESSURE:
+            # Shared: a refusal often comes of another runner that has not heard of the last
+            # cut yet; the slot rests a while instead of earning the next request a refusal
+            # at once, and again, until that runner hears of it (its next visit).
+            asyncio.get_running_loop().call_later(HOLD_S, self._rested)
+        else:
+            self.in_flight -= 1
         if status is not None:  # it answered: reachable again
             self.failures, self.refusing = 0, False
         if status == 429:
@@ -165,11 +178,17 @@ class AdaptiveLimit:
             self._clean_answer(ticket)
         self.wake()
 
+    def _rested(self) -> None:
+        self.in_flight -= 1
+        self.wake()
+
     def _pressure(self, ticket: Ticket, now: float) -> None:
         self.last_pressure = now
         if not self.adaptive or ticket.epoch != self.epoch:
             return  # an answer of an episode that already cut
         if self.allotted is not None:  # shared: back off now, the store's limit is cut soon
+            sent = time.time() - (now - ticket.sent)
+            self._cut_sent = max(self._cut_sent, sent)
             if self._cut_from != self.epoch:  # once per episode, which the store numbers
                 self._cut_from = self.epoch
                 self.allotted = max(1, int(self.allotted * CUT))
@@ -189,7 +208,8 @@ class AdaptiveLimit:
         if not self.adaptive or ticket.epoch != self.epoch or not ticket.saturated:
             return
         if self.allotted is not None:  # shared: the store's limit counts the rounds
-            self._counted += 1
+            if ticket.sent >= self._level_since:  # sent knowing the store's current level
+                self._counted += 1
             return
         self._clean += 1
         if self._clean >= self.permits:
@@ -210,7 +230,7 @@ class AdaptiveLimit:
 
     def report(self) -> Report:
         """What this process saw since its last visit to the store (see the docstring)."""
-        return Report(self._cut_from, self.epoch, self._counted)
+        return Report(self._cut_from, self._cut_sent, self.epoch, self._counted)
 
     def adopt(self, report: Report, epoch: int, allotted: int, shared: dict[str, Any]) -> None:
         """The store took ``report`` in: its limit is at episode ``epoch`` now, and this
@@ -225,12 +245,15 @@ class AdaptiveLimit:
         if self._cut_from is not None and self.allotted is not None:
             allotted = min(allotted, self.allotted)
         self.allotted = allotted
+        if shared.get("limit") != self.shared.get("limit"):
+            self._level_since, self._counted = time.monotonic(), 0
         self.shared = shared
         self.wake()
 
     def unshare(self) -> None:
         """Back to a limit of this process alone (no run of it calls the URL any more)."""
         self.allotted, self.shared, self._cut_from, self._counted = None, {}, None, 0
+        self._cut_sent = 0.0
         self.member = None
 
     def state(self) -> dict[str, Any]:

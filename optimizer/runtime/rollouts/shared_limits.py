@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import secrets
 import time
@@ -57,22 +58,39 @@ def split(total: int, members: list[Member]) -> dict[str, int]:
 
 
 def decide(
-    url: str, state: dict[str, Any], members: list[Member], report: Report, now: float
+    url: str, state: dict[str, Any], members: list[Member], me: str, report: Report, now: float
 ) -> dict[str, Any]:
-    """The store's limit of ``url`` after one member's visit: its ceiling follows the
-    members', ``report`` is applied, and the limit is split (see the module docstring)."""
+    """The store's limit of ``url`` after the visit of member ``me``: its ceiling follows the
+    members', ``report`` is applied, and the limit is split (see the module docstring).
+
+    A cut counts only for a request refused after every member heard of the last one: until
+    then, members that have not heard of it still send their old part, and the refusals that
+    earns belong to the episode that was already cut (as the answers to requests sent before
+    a cut do for a lone process).
+    """
     limit = AdaptiveLimit.restored(url, state.get("aimd", {}))
     ceiling = sum(m.ceiling for m in members)
     if ceiling > limit.ceiling:
         limit.join(ceiling - limit.ceiling, now)
     elif ceiling < limit.ceiling:
         limit.leave(limit.ceiling - ceiling)
+    heard: dict[str, list[float]] = state.get("heard", {})  # member -> [episode, when]
+    live = [m.member for m in members]
+    everyone = all(heard.get(name, [-1.0])[0] == limit.epoch for name in live)
+    last = max((heard[name][1] for name in live if name in heard), default=0.0)
+    if report.cut_from is not None and not (everyone and report.cut_sent > last):
+        report = dataclasses.replace(report, cut_from=None)
     limit.observe(report, now)
+    mine = heard.get(me)
+    heard = {name: heard[name] for name in live if name in heard}
+    if mine is None or mine[0] != limit.epoch:  # when it first heard of this episode
+        heard[me] = [limit.epoch, now]
     return {
         "aimd": limit.state(),
         "allot": split(limit.permits if ceiling else 0, members),
         "limit": limit.permits if ceiling else 0,
         "runners": len(members),
+        "heard": heard,
     }
 
 
@@ -130,7 +148,7 @@ async def _sync(workspace: Workspace, limit: AdaptiveLimit) -> None:
         state = await workspace.endpoint_limits.sync(
             limit.url,
             me,
-            lambda stored, members, now: decide(limit.url, stored, members, report, now),
+            lambda stored, members, now: decide(limit.url, stored, members, member, report, now),
         )
         allotted = int(state["allot"].get(member, 1))
         shared = {"limit": state["limit"], "runners": state["runners"]}
