@@ -40,7 +40,7 @@ from schemas.exceptions import WorkspaceError
 from workspace.conn import POSTGRES, Conn, Row
 from workspace.location import mask_url
 from workspace.postgres.errors import bad_url, connect_failed, server_of
-from workspace.postgres.retry import OUTAGE_LIMIT_S, Outage, is_lost
+from workspace.postgres.retry import OUTAGE_LIMIT_S, Outage, is_lost, quiet_pool
 from workspace.postgres.schema import PG_SCHEMA_VERSION, check_version, migrate, needs_migration
 
 T = TypeVar("T")
@@ -174,6 +174,7 @@ class PostgresDatabase:
             raise WorkspaceError(f"cannot open the store at {self.where}: {exc}") from exc
         finally:
             await first.close()
+        quiet_pool()
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self.url,
             kwargs=kwargs,

@@ -16,11 +16,16 @@ and gives up with :class:`schemas.StoreUnreachable` once the server has been out
 for longer than the limit (``GEPA_DB_OUTAGE_LIMIT`` seconds, default ``OUTAGE_LIMIT_S``). The
 limit counts from the start of the outage, for every caller at once: once it is passed, each
 new statement fails after one try instead of waiting the limit again.
+
+An outage is said once on the ``gepa.workspace`` logger when it starts and once when the server
+answers again (stderr, where nothing else is configured); the pool's own messages about each
+failed reconnection are left out (:func:`quiet_pool`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -30,7 +35,9 @@ from psycopg_pool import PoolTimeout
 
 from schemas.exceptions import StoreUnreachable, UserError
 
-__all__ = ["MAX_BACKOFF_S", "OUTAGE_LIMIT_S", "Outage", "is_lost", "outage_limit"]
+__all__ = ["MAX_BACKOFF_S", "OUTAGE_LIMIT_S", "Outage", "is_lost", "outage_limit", "quiet_pool"]
+
+logger = logging.getLogger("gepa.workspace")
 
 OUTAGE_LIMIT_S = 120.0
 MAX_BACKOFF_S = 2.0
@@ -91,6 +98,11 @@ class Outage:
 
     def ok(self) -> None:
         """A statement succeeded: the server answers (again)."""
+        if self.since is not None:
+            down = asyncio.get_running_loop().time() - self.since
+            logger.warning(
+                "the PostgreSQL store at %s answers again after %.1f s", self.where, down,
+            )  # fmt: skip
         self.since, self.lost = None, 0
 
     async def wait(self, exc: BaseException, doing: str) -> None:
@@ -99,10 +111,14 @@ class Outage:
         loop = asyncio.get_running_loop()
         if self.since is None:
             self.since = loop.time()
+            logger.warning(
+                "the PostgreSQL store at %s went away (%s); waiting up to %g s for it "
+                "(GEPA_DB_OUTAGE_LIMIT)", self.where, _first_line(exc), self.limit_s,
+            )  # fmt: skip
         self.lost += 1
         down = loop.time() - self.since
         if down >= self.limit_s:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             raise StoreUnreachable(
                 f"{doing} {self.where} failed: PostgreSQL has been out of reach for {down:.0f} s,"
                 f" past the limit of {self.limit_s:g} s (GEPA_DB_OUTAGE_LIMIT); last error: "
@@ -111,3 +127,16 @@ class Outage:
             ) from exc
         backoff = min(MAX_BACKOFF_S, 0.05 * 2 ** min(self.lost, 6))
         await asyncio.sleep(min(backoff, self.remaining()))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def quiet_pool() -> None:
+    """Leave out the pool's warning per failed reconnection (an outage is said once, here),
+    unless the application set the level of the ``psycopg.pool`` logger itself."""
+    pool_logger = logging.getLogger("psycopg.pool")
+    if pool_logger.level == logging.NOTSET:
+        pool_logger.setLevel(logging.ERROR)
