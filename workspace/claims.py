@@ -117,7 +117,8 @@ async def take_claims(
 
     ``force`` takes keys from live holders too (a waiter that waited past its bound).
     """
-    keys = list(dict.fromkeys(keys))
+    # Sorted: runners that claim overlapping keys lock them in one order (no deadlock).
+    keys = sorted(set(keys))
     current = await _claims(conn, keys, lock=True)
     split = ClaimSplit()
     fresh = [key for key in keys if key not in current]

@@ -12,10 +12,10 @@ stored, and a transaction cut off by the kill is rolled back by the server. As i
 :mod:`workspace.db`, the ``COMMIT`` is shielded: once sent it completes, and the connection
 goes back to the pool, even if the caller is cancelled.
 
-A server that restarts or fails over under a run is ridden out
-(:mod:`workspace.postgres.retry`): the pool's connections are replaced, a read's statement runs
-again, a transaction (:meth:`PostgresDatabase.at_once`) runs again whole unless the server
-says it committed, until the outage limit.
+A server that restarts or fails over under a run is ridden out (:mod:`workspace.postgres.retry`,
+:mod:`workspace.postgres.pool`): once the server answers again the pool is replaced, a read's
+statement runs again, a transaction (:meth:`PostgresDatabase.at_once`) runs again whole unless
+the server says it committed; past the outage limit, ``StoreUnreachable``.
 
 Several processes write at once here, unlike SQLite. The SQL that reads before it writes
 locks what it reads (see :mod:`workspace.conn`); the rollout cache and the event log have
@@ -40,7 +40,8 @@ from schemas.exceptions import WorkspaceError
 from workspace.conn import POSTGRES, Conn, Row
 from workspace.location import mask_url
 from workspace.postgres.errors import bad_url, connect_failed, server_of
-from workspace.postgres.retry import OUTAGE_LIMIT_S, Outage, is_lost, quiet_pool
+from workspace.postgres.pool import Connections
+from workspace.postgres.retry import OUTAGE_LIMIT_S, Outage, is_conflict, is_lost
 from workspace.postgres.schema import PG_SCHEMA_VERSION, check_version, migrate, needs_migration
 
 T = TypeVar("T")
@@ -48,6 +49,7 @@ T = TypeVar("T")
 __all__ = ["PgConn", "PostgresDatabase"]
 
 _CONNECT_TIMEOUT_S = 10
+MAX_CONFLICTS = 5  # deadlocks in a row a transaction is run again after
 _Conn: TypeAlias = "psycopg.AsyncConnection[Any]"
 
 
@@ -138,7 +140,10 @@ class PostgresDatabase:
         self.pool_size = pool_size
         self.timeout_s = timeout_s
         self._outage = Outage(self.where, outage_limit_s)
-        self._pool: AsyncConnectionPool[Any] | None = None
+        self._conns = Connections(
+            url, {}, size=pool_size, timeout_s=timeout_s, readonly=readonly,
+            outage=self._outage,
+        )  # fmt: skip
 
     def _kwargs(self) -> dict[str, Any]:
         try:
@@ -154,11 +159,11 @@ class PostgresDatabase:
 
     async def open(self) -> None:
         """Check the server and the schema (migrating it, as a writer), then open the pool."""
-        if self._pool is not None:
+        if self._conns.pool is not None:
             return
-        kwargs = self._kwargs()
+        self._conns.kwargs = self._kwargs()
         try:
-            first = await psycopg.AsyncConnection.connect(self.url, **kwargs)
+            first = await psycopg.AsyncConnection.connect(self.url, **self._conns.kwargs)
         except psycopg.Error as exc:
             raise connect_failed(self.url, exc) from exc
         try:
@@ -174,26 +179,7 @@ class PostgresDatabase:
             raise WorkspaceError(f"cannot open the store at {self.where}: {exc}") from exc
         finally:
             await first.close()
-        quiet_pool()
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            self.url,
-            kwargs=kwargs,
-            min_size=1,
-            max_size=self.pool_size,
-            open=False,
-            timeout=self.timeout_s,
-            reconnect_timeout=max(300.0, self._outage.limit_s),
-            configure=self._read_only if self.readonly else None,
-            name="gepa-workspace",
-        )
-        try:
-            await pool.open(wait=True, timeout=self.timeout_s)
-        except PoolTimeout as exc:
-            await pool.close()
-            raise WorkspaceError(
-                f"PostgreSQL at {self.where} stopped answering while the store was opened"
-            ) from exc
-        self._pool = pool
+        await self._conns.open(self.where)
 
     async def _schema(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if not self.readonly:
@@ -208,53 +194,22 @@ class PostgresDatabase:
                 raise needs_migration(self.where, version)
             await asyncio.sleep(0.05)
 
-    @staticmethod
-    async def _read_only(conn: psycopg.AsyncConnection[Any]) -> None:
-        await conn.execute("SET default_transaction_read_only = on")
-
     async def close(self) -> None:
         """Close the pool (waits for connections in use to come back). Safe to call twice."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
-
-    def _opened(self) -> AsyncConnectionPool[Any]:
-        if self._pool is None:
-            raise WorkspaceError(
-                f"workspace {self.where} is not open; use `async with Workspace(...)` "
-                "or `await workspace.open()`"
-            )
-        return self._pool
-
-    async def _connection(self, pool: AsyncConnectionPool[Any], doing: str) -> _Conn:
-        """A pooled connection, waiting out an outage (see :mod:`workspace.postgres.retry`)."""
-        while True:
-            try:
-                return await pool.getconn(
-                    timeout=max(1.0, min(self.timeout_s, self._outage.remaining()))
-                )
-            except PoolTimeout as exc:
-                await self._outage.wait(exc, doing)
-
-    async def _lost(self, pool: AsyncConnectionPool[Any], exc: BaseException, doing: str) -> None:
-        """A lost error: at the first of an outage, the pool's connections are replaced (a
-        restarted server ended them all); then wait before the next try."""
-        if self._outage.since is None:
-            await pool.drain()
-        await self._outage.wait(exc, doing)
+        await self._conns.close()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[Conn]:
         """A pooled connection for reads: each statement sees what is committed, and one that
         the server's going away cut off runs again on a new connection (reads change nothing)."""
-        pool = self._opened()
-        conn = _ReadConn(self, pool, await self._connection(pool, "reading"))
+        pool, raw = await self._conns.get(self.where, "reading")
+        conn = _ReadConn(self, pool, raw)
         try:
             yield conn
         except psycopg.Error as exc:
             raise WorkspaceError(f"reading {self.where} failed: {exc}") from exc
         finally:
-            await asyncio.shield(pool.putconn(conn.raw))
+            await asyncio.shield(self._conns.put(conn.pool, conn.raw))
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Conn]:
@@ -264,8 +219,8 @@ class PostgresDatabase:
         return to the pool are shielded from the caller's cancellation. Not retried: the
         store's own writes go through :meth:`at_once`, which is.
         """
-        pool = self._writer()
-        conn = await self._connection(pool, "writing")
+        self._writer()
+        pool, conn = await self._conns.get(self.where, "writing")
         try:
             await conn.execute("BEGIN")
             yield PgConn(conn)
@@ -282,36 +237,36 @@ class PostgresDatabase:
 
     async def at_once(self, body: Callable[[Conn], Awaitable[T]]) -> T:
         """``body`` in one ``BEGIN ... COMMIT`` transaction, run again whole when the server
-        went away before it committed (``body`` must do nothing but its statements).
+        went away before it committed, or rolled it back to break a deadlock (``body`` must do
+        nothing but its statements).
 
         The transaction id is read with ``BEGIN`` (the same round trip): when the connection
         drops while ``COMMIT`` is on its way, the server says whether it committed, and a
         committed body is not run twice. Gives up with ``StoreUnreachable`` past the outage
         limit.
         """
-        pool = self._writer()
+        self._writer()
+        conflicts = 0
         while True:
             attempt = _Attempt()
             try:
-                result = await self._transaction(pool, body, attempt)
+                result = await self._transaction(body, attempt)
             except (psycopg.Error, PoolTimeout) as exc:
+                if is_conflict(exc) and conflicts < MAX_CONFLICTS:
+                    conflicts += 1
+                    continue
                 if not attempt.lost:
                     raise WorkspaceError(f"writing {self.where} failed: {exc}") from exc
-                if attempt.committing and await self._committed(pool, attempt.xid):
+                if attempt.committing and await self._committed(attempt.xid):
                     self._outage.ok()
                     return attempt.result  # type: ignore[return-value]
-                await self._lost(pool, exc, "writing")
+                await self._conns.lost(exc, "writing")
                 continue
             self._outage.ok()
             return result
 
-    async def _transaction(
-        self,
-        pool: AsyncConnectionPool[Any],
-        body: Callable[[Conn], Awaitable[T]],
-        attempt: _Attempt,
-    ) -> T:
-        conn = await self._connection(pool, "writing")
+    async def _transaction(self, body: Callable[[Conn], Awaitable[T]], attempt: _Attempt) -> T:
+        pool, conn = await self._conns.get(self.where, "writing")
         try:
             cursor = await conn.execute("BEGIN; SELECT txid_current()")
             cursor.nextset()
@@ -330,35 +285,35 @@ class PostgresDatabase:
             raise
         return attempt.result  # type: ignore[no-any-return]
 
-    async def _committed(self, pool: AsyncConnectionPool[Any], xid: int | None) -> bool:
+    async def _committed(self, xid: int | None) -> bool:
         """Whether transaction ``xid``, cut off while committing, committed (asked until the
         server answers, within the outage limit)."""
         if xid is None:
             return False
         while True:
-            conn = await self._connection(pool, "writing")
+            pool, conn = await self._conns.get(self.where, "writing")
             try:
                 cursor = await conn.execute("SELECT txid_status(%s)", (xid,))
                 row = await cursor.fetchone()
             except psycopg.Error as exc:
                 if not is_lost(exc, conn):
                     raise
-                await self._lost(pool, exc, "writing")
+                await self._conns.lost(exc, "writing")
                 continue
             finally:
-                await asyncio.shield(pool.putconn(conn))
+                await asyncio.shield(self._conns.put(pool, conn))
             status = row[0] if row else None
             if status != "in progress":
                 return bool(status == "committed")
             await asyncio.sleep(0.05)
 
-    def _writer(self) -> AsyncConnectionPool[Any]:
+    def _writer(self) -> None:
         if self.readonly:
             raise WorkspaceError(
                 f"workspace {self.where} is opened read-only; writes go through the "
                 "process that runs the optimizer"
             )
-        return self._opened()
+        self._conns.opened(self.where)
 
     @staticmethod
     async def _end(pool: AsyncConnectionPool[Any], conn: _Conn, sql: str) -> None:
@@ -370,7 +325,7 @@ class PostgresDatabase:
                 with contextlib.suppress(psycopg.OperationalError):
                     await conn.execute("ROLLBACK")
         finally:
-            await pool.putconn(conn)
+            await Connections.put(pool, conn)
 
 
 @dataclass
@@ -389,7 +344,7 @@ class _ReadConn(PgConn):
 
     def __init__(self, db: PostgresDatabase, pool: AsyncConnectionPool[Any], conn: _Conn) -> None:
         super().__init__(conn)
-        self._db, self._pool = db, pool
+        self._db, self.pool = db, pool
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """The rows of one statement."""
@@ -405,7 +360,6 @@ class _ReadConn(PgConn):
     async def _again(self, exc: psycopg.Error) -> None:
         if not is_lost(exc, self.raw):
             raise exc
-        await self._db._lost(self._pool, exc, "reading")
-        old, self.raw = self.raw, None  # type: ignore[assignment]
-        await asyncio.shield(self._pool.putconn(old))
-        self.raw = await self._db._connection(self._pool, "reading")
+        await asyncio.shield(Connections.put(self.pool, self.raw))
+        await self._db._conns.lost(exc, "reading")
+        self.pool, self.raw = await self._db._conns.get(self._db.where, "reading")

@@ -35,16 +35,26 @@ from psycopg_pool import PoolTimeout
 
 from schemas.exceptions import StoreUnreachable, UserError
 
-__all__ = ["MAX_BACKOFF_S", "OUTAGE_LIMIT_S", "Outage", "is_lost", "outage_limit", "quiet_pool"]
+__all__ = [
+    "MAX_BACKOFF_S",
+    "OUTAGE_LIMIT_S",
+    "Outage",
+    "is_conflict",
+    "is_lost",
+    "outage_limit",
+    "quiet_pool",
+]
 
 logger = logging.getLogger("gepa.workspace")
 
 OUTAGE_LIMIT_S = 120.0
 MAX_BACKOFF_S = 2.0
-# Connection exceptions (08...), the server shutting down or starting (57P01-57P05), and a
-# transaction the server rolled back to break a deadlock or a serialization conflict: each
-# leaves nothing done, so running it again is safe.
-_LOST_STATES = frozenset({"57P01", "57P02", "57P03", "57P04", "57P05", "40001", "40P01"})
+# Connection exceptions (08...) and the server shutting down or starting (57P01-57P05): each
+# leaves nothing done (but a COMMIT on its way), so running it again is safe.
+_LOST_STATES = frozenset({"57P01", "57P02", "57P03", "57P04", "57P05"})
+# A transaction the server rolled back to break a deadlock or a serialization conflict: the
+# server is there, and the transaction runs again at once.
+_CONFLICT_STATES = frozenset({"40001", "40P01"})
 
 
 def is_lost(exc: BaseException, conn: psycopg.AsyncConnection[Any] | None = None) -> bool:
@@ -59,6 +69,12 @@ def is_lost(exc: BaseException, conn: psycopg.AsyncConnection[Any] | None = None
     if state is None:  # no answer at all: refused, reset, closed by the server
         return isinstance(exc, psycopg.OperationalError)
     return state.startswith("08") or state in _LOST_STATES
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is a transaction the server rolled back for a deadlock or a
+    serialization conflict (nothing of it happened; run it again)."""
+    return isinstance(exc, psycopg.Error) and exc.sqlstate in _CONFLICT_STATES
 
 
 def outage_limit(given: float | None, env: Mapping[str, str] | None = None) -> float:
@@ -88,6 +104,7 @@ class Outage:
         self.where = where
         self.limit_s = limit_s
         self.since: float | None = None  # loop time of the first lost error of this outage
+        self.error: BaseException | None = None  # its last lost error
         self.lost = 0  # lost errors in this outage
 
     def remaining(self) -> float:
@@ -103,20 +120,25 @@ class Outage:
             logger.warning(
                 "the PostgreSQL store at %s answers again after %.1f s", self.where, down,
             )  # fmt: skip
-        self.since, self.lost = None, 0
+        self.since, self.error, self.lost = None, None, 0
+
+    def begin(self, exc: BaseException) -> None:
+        """The lost error ``exc`` happened: the outage starts, unless it is under way."""
+        self.error = exc
+        if self.since is None:
+            self.since = asyncio.get_running_loop().time()
+            logger.warning(
+                "the PostgreSQL store at %s went away (%s); waiting up to %g s for it "
+                "(GEPA_DB_OUTAGE_LIMIT)", self.where, _first_line(exc), self.limit_s,
+            )  # fmt: skip
 
     async def wait(self, exc: BaseException, doing: str) -> None:
         """After the lost error ``exc``: sleep before the next try, or raise
         ``StoreUnreachable`` once the server has been out of reach past the limit."""
         loop = asyncio.get_running_loop()
-        if self.since is None:
-            self.since = loop.time()
-            logger.warning(
-                "the PostgreSQL store at %s went away (%s); waiting up to %g s for it "
-                "(GEPA_DB_OUTAGE_LIMIT)", self.where, _first_line(exc), self.limit_s,
-            )  # fmt: skip
+        self.begin(exc)
         self.lost += 1
-        down = loop.time() - self.since
+        down = loop.time() - (self.since or loop.time())
         if down >= self.limit_s:
             first = _first_line(exc)
             raise StoreUnreachable(
