@@ -135,6 +135,12 @@ class Workspace:
         """Close the connection. Safe to call twice."""
         await self._db.close()
 
+    @property
+    def reachable(self) -> bool:
+        """Whether the store answers: ``False`` while a PostgreSQL server is out of reach
+        (a restart, a failover), until a statement succeeds again; SQLite always answers."""
+        return self._db.reachable
+
     async def __aenter__(self) -> Workspace:
         return await self.open()
 

@@ -103,7 +103,9 @@ def test_a_server_gone_past_the_limit_stops_the_run_which_resumes_by_id(
     assert "resume the run by id (gepa-runtime optimize run RUN_ID)" in run.stderr
     assert run.resumed_code == 0, run.resumed_stderr
     assert run.status == "completed"
-    assert len(run.paid_again) <= 8  # what was in flight when the server went
+    # Paid again: rollouts in flight when the server went, or sent before the runner saw it
+    # go (4 workers); none is sent while the server is out of reach.
+    assert len(run.paid_again) <= 12
 
 
 def test_four_runners_share_one_limit_of_a_hidden_capacity(store: str) -> None:

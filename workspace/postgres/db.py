@@ -145,6 +145,11 @@ class PostgresDatabase:
             outage=self._outage,
         )  # fmt: skip
 
+    @property
+    def reachable(self) -> bool:
+        """Whether the server answers (``False`` from a lost statement until one succeeds)."""
+        return self._outage.since is None
+
     def _kwargs(self) -> dict[str, Any]:
         try:
             given = psycopg.conninfo.conninfo_to_dict(self.url)

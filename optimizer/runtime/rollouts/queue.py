@@ -377,6 +377,8 @@ class RolloutQueue:
         """Run jobs one at a time; ``lane`` gives this worker a connection pool of its own."""
         while True:
             _, _, _, job, future = await self._jobs.get()
+            while not self._workspace.reachable:  # what it paid now might never be stored
+                await asyncio.sleep(0.1)
             if future.cancelled():
                 continue
             try:
