@@ -27,6 +27,7 @@ from pathlib import Path
 
 from schemas.exceptions import RunLeased, UserError
 from workspace.conn import Conn
+from workspace.runs import require_run
 
 __all__ = [
     "HEARTBEAT_S",
@@ -218,12 +219,14 @@ async def drop_lease(conn: Conn, lease: Lease) -> None:
 
 
 async def take_lease(
-    conn: Conn, run_id: str, *, now: float, timeout_s: float | None, promise_s: float
+    conn: Conn, run_id: str, where: str, *, now: float, timeout_s: float | None, promise_s: float
 ) -> tuple[Lease, Takeover | None]:
-    """Put a new lease of this process on ``run_id`` (the caller holds the run's row lock);
-    the stale lease it replaced, if any. A live lease of another holder, judged by its own
-    timeout unless ``timeout_s`` is given, is ``RunLeased``. The new lease promises a
-    heartbeat within ``promise_s``."""
+    """Put a new lease of this process on ``run_id`` (of the store ``where``; unknown is a
+    ``UserError``); the stale lease it replaced, if any. A live lease of another holder, judged
+    by its own timeout unless ``timeout_s`` is given, is ``RunLeased``. The new lease promises
+    a heartbeat within ``promise_s``."""
+    # Locked: two processes that both find the lease stale must not both take it.
+    await require_run(conn, run_id, where, lock=True)
     current = await fetch_lease(conn, run_id)
     takeover = None
     if current is not None:

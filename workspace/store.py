@@ -32,7 +32,7 @@ import workspace.rollouts as rollouts
 import workspace.runs as runs
 import workspace.trials as trials
 from schemas.config import RunConfig
-from schemas.exceptions import RunLeased, UserError, WorkspaceError
+from schemas.exceptions import UserError, WorkspaceError
 from schemas.records import (
     CandidateRecord,
     Event,
@@ -55,7 +55,6 @@ from workspace.lease import (
     drop_lease,
     fetch_lease,
     lease_timeout,
-    leased_message,
     renew_lease,
     stale_reason,
     take_lease,
@@ -79,8 +78,7 @@ class Workspace:
     ``lease_timeout_s`` (else ``$GEPA_LEASE_TIMEOUT``, else 60) is how long a run this
     process executes, or a rollout it claimed, may go without a heartbeat before another
     process takes it over. ``outage_limit_s`` (else ``$GEPA_DB_OUTAGE_LIMIT``, else 120) is
-    how long a PostgreSQL store may stay out of reach (a restart, a failover) before its
-    statements fail with ``StoreUnreachable`` instead of waiting for it.
+    how long a PostgreSQL store is waited for (a restart) before ``StoreUnreachable``.
     ``readonly=True`` opens an existing store for another process (the console); every
     write then raises ``WorkspaceError``. Always close it (``async with``): the SQLite
     connection's worker thread or the PostgreSQL pool would keep the process alive.
@@ -115,8 +113,7 @@ class Workspace:
         self._files = backend.files
         # Everything written goes through it; a run adds the keys it knows (scrubber.add).
         self.scrubber = Scrubber()
-        # What runners sharing the store coordinate through (docs/team.md).
-        self.claims = ClaimStore(self._db)
+        self.claims = ClaimStore(self._db)  # what runners sharing it coordinate through
         self.endpoint_limits = LimitStore(self._db)
 
     # lifecycle
@@ -137,8 +134,7 @@ class Workspace:
 
     @property
     def reachable(self) -> bool:
-        """Whether the store answers: ``False`` while a PostgreSQL server is out of reach
-        (a restart, a failover), until a statement succeeds again; SQLite always answers."""
+        """Whether the store answers (``False`` while a PostgreSQL server is out of reach)."""
         return self._db.reachable
 
     async def __aenter__(self) -> Workspace:
@@ -201,15 +197,9 @@ class Workspace:
         one transaction: a folder that cannot be removed then is named in the error. A run a
         live process holds (its lease) is ``RunLeased``.
         """
-
-        async def delete(conn: Conn) -> dict[str, int]:
-            await runs.require_run(conn, run_id, self.location, lock=True)
-            holder = await fetch_lease(conn, run_id)
-            if holder is not None and stale_reason(holder, now=time.time()) is None:
-                raise RunLeased(leased_message(holder))
-            return await removal.delete_run_rows(conn, run_id)
-
-        counts = await self._db.at_once(delete)
+        counts = await self._db.at_once(
+            lambda conn: removal.delete_unheld_run(conn, run_id, self.location)
+        )
         try:
             await self._files.remove(run_id)
         except OSError as exc:
@@ -230,15 +220,16 @@ class Workspace:
         The holder is judged by its own timeout (``timeout_s`` overrides it); the new lease
         promises a heartbeat within :attr:`lease_timeout_s`.
         """
-
-        async def take(conn: Conn) -> tuple[Lease, Takeover | None]:
-            # Locked: two processes that both find the lease stale must not both take it.
-            await runs.require_run(conn, run_id, self.location, lock=True)
-            return await take_lease(
-                conn, run_id, now=time.time(), timeout_s=timeout_s, promise_s=self.lease_timeout_s
-            )
-
-        return await self._db.at_once(take)
+        return await self._db.at_once(
+            lambda conn: take_lease(
+                conn,
+                run_id,
+                self.location,
+                now=time.time(),
+                timeout_s=timeout_s,
+                promise_s=self.lease_timeout_s,
+            )  # fmt: skip
+        )
 
     async def renew_lease(self, lease: Lease) -> bool:
         """Renew the heartbeat; ``False`` when another process has taken the lease over."""
@@ -327,10 +318,7 @@ class Workspace:
         return await self._db.at_once(lambda conn: rollouts.insert_rollouts(conn, records, rows))
 
     async def record_paid_trials(
-        self,
-        run_id: str,
-        records: Sequence[RolloutRecord],
-        claimant: Claimant | None = None,
+        self, run_id: str, records: Sequence[RolloutRecord], claimant: Claimant | None = None
     ) -> list[int]:
         """``record_rollouts`` and ``link_trials`` (as paid) in one transaction; the row ids.
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from optimizer.runtime.rollouts.retries import RetryPolicy
@@ -53,10 +53,9 @@ class Keyed(Protocol):
 
 
 J = TypeVar("J", bound=Keyed)
-# What the queue does with a job: send it, serve it a stored record, or fail it.
+# What the queue does with a job: send it, or count the record another runner stored for it.
 Send = Callable[[J], None]
 Serve = Callable[[J, RolloutRecord], Awaitable[None]]
-Fail = Callable[[J, BaseException], None]
 Told = Callable[[dict[str, object]], Awaitable[object]]
 
 
@@ -83,34 +82,42 @@ class ClaimBook:
         self._wake = asyncio.Event()
 
     async def dispatch(
-        self, jobs: Sequence[J], send: Send[J], serve: Serve[J], fail: Fail[J]
+        self,
+        jobs: Sequence[J],
+        futures: Mapping[str, asyncio.Future[RolloutRecord]],
+        send: Send[J],
+        serve: Serve[J],
     ) -> None:
-        """Claim the jobs' keys and route each job (see the module docstring). A job that
-        waits on another runner is routed by a task of its own once the key is settled."""
+        """Claim the jobs' keys and route each job (see the module docstring): ``send`` it,
+        or ``serve`` it another runner's record, which then settles its future (by key). A job
+        that waits on another runner is routed by a task of its own once the key is settled."""
         split = await self._workspace.claims.take(self.claimant, [job.key for job in jobs])
         await self._told(split)
         stored = await self._workspace.lookup_many(split.stored)
         for job in jobs:
             if job.key in split.held:
-                task = asyncio.create_task(self._route_later(job, send, serve, fail))
+                task = asyncio.create_task(self._route_later(job, futures[job.key], send, serve))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             elif job.key in stored:
-                await serve(job, stored[job.key])
+                await _served(job, stored[job.key], futures[job.key], serve)
             else:
                 send(job)
 
-    async def _route_later(self, job: J, send: Send[J], serve: Serve[J], fail: Fail[J]) -> None:
+    async def _route_later(
+        self, job: J, future: asyncio.Future[RolloutRecord], send: Send[J], serve: Serve[J]
+    ) -> None:
         try:
             record = await self._wait_for(job.key)
             if record is None:
                 send(job)
             else:
-                await serve(job, record)
+                await _served(job, record, future, serve)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - handed to the waiting caller, not swallowed
-            fail(job, exc)
+            if not future.done():
+                future.set_exception(exc)
 
     def _wait_for(self, key: str) -> asyncio.Future[RolloutRecord | None]:
         """Settled with the key's record once stored, or ``None`` once claimed here."""
@@ -216,3 +223,12 @@ class ClaimBook:
         self._waiting.clear()
         with contextlib.suppress(WorkspaceError):
             await self._workspace.claims.release(self.claimant)
+
+
+async def _served(
+    job: J, record: RolloutRecord, future: asyncio.Future[RolloutRecord], serve: Serve[J]
+) -> None:
+    """``job`` is served ``record``: counted by the queue, then its future settled."""
+    await serve(job, record)
+    if not future.done():
+        future.set_result(record)

@@ -250,15 +250,9 @@ class RolloutQueue:
             served.add(job.seed)
             self._budget.release(1)
             await self._reuse(job.candidate_id, [job.seed], {job.seed: job.key}, {job.key: record})
-            if not futures[job.seed].done():
-                futures[job.seed].set_result(record)
-
-        def fail(job: _Job, exc: BaseException) -> None:
-            if not futures[job.seed].done():
-                futures[job.seed].set_exception(exc)
 
         try:
-            await self._claims.dispatch(jobs, send, serve, fail)
+            await self._claims.dispatch(jobs, {j.key: futures[j.seed] for j in jobs}, send, serve)
             records = await self._wait(list(futures.values()))
         finally:
             self._unbook(jobs, futures)
