@@ -78,7 +78,9 @@ async def runner(
     events: list[Event] | None = None,
 ) -> AsyncIterator[tuple[RolloutQueue, Budget]]:
     """One runner: its own workspace connection, client and queue on ``store``."""
-    async with Workspace(store, run_files=tmp_path / "files", lease_timeout_s=lease_timeout_s) as ws:
+    async with Workspace(
+        store, run_files=tmp_path / "files", lease_timeout_s=lease_timeout_s
+    ) as ws:
         run = await ws.create_run(RunConfig(containers=["http://c"]))
         http = httpx.AsyncClient(transport=httpx.MockTransport(container))
         client = ContainerClient(

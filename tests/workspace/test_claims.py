@@ -37,7 +37,11 @@ async def test_free_keys_are_claimed_and_a_second_runner_waits_naming_the_holder
     again = await ws.claims.take(second, ["k2", "k3"])
     assert again.mine == ["k3"] and list(again.held) == ["k2"]
     holder = again.held["k2"]
-    assert (holder.token, holder.pid, holder.host) == (first.token, os.getpid(), socket.gethostname())
+    assert (holder.token, holder.pid, holder.host) == (
+        first.token,
+        os.getpid(),
+        socket.gethostname(),
+    )
     assert holder.describe() == f"run {run_id} (pid {os.getpid()} on host {socket.gethostname()})"
     # Claiming again what one holds already is a no-op, not a wait on oneself.
     assert (await ws.claims.take(first, ["k1"])).mine == ["k1"]
@@ -96,7 +100,9 @@ async def test_a_holder_on_another_host_is_judged_by_its_heartbeat(
     assert list((await ws.claims.take(here, ["k1"])).held) == ["k1"]  # 3 s < its 5 s
     _set_claims(store, away.token, heartbeat_at=time.time() - 6)
     split = await ws.claims.take(here, ["k1"])
-    assert split.mine == ["k1"] and "no heartbeat for 6 s (the limit is 5 s)" in split.taken_over["k1"]
+    assert (
+        split.mine == ["k1"] and "no heartbeat for 6 s (the limit is 5 s)" in split.taken_over["k1"]
+    )
 
 
 async def test_a_renewed_holder_stays_and_a_forced_take_overrides_it(
