@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import secrets
 import shutil
 import subprocess
@@ -26,7 +27,14 @@ from urllib.parse import quote
 
 from optimizer.testing.servers import free_port
 
-__all__ = ["PrivateServer", "fresh_schema", "postgres_binaries", "private_server", "with_options"]
+__all__ = [
+    "PrivateServer",
+    "fresh_schema",
+    "postgres_binaries",
+    "private_server",
+    "private_server_missing",
+    "with_options",
+]
 
 
 def with_options(url: str, schema: str) -> str:
@@ -54,6 +62,18 @@ def postgres_binaries() -> Path | None:
     """The folder of Debian's newest PostgreSQL binaries (``initdb``, ``pg_ctl``), or None."""
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: p.parts[-3])
     return found[-1].parent if found else None
+
+
+def private_server_missing() -> str | None:
+    """Why :func:`private_server` cannot start here, or ``None`` when it can."""
+    if postgres_binaries() is None:
+        return "no PostgreSQL binaries: apt-get install -y postgresql (Debian)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root without a postgres user to run the server as"
+    return None
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.testing.postgres import PrivateServer, postgres_binaries, private_server
+from optimizer.testing.postgres import PrivateServer, private_server, private_server_missing
 from optimizer.testing.team import (
     away_prefix,
     killed_runner,
@@ -44,8 +44,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[PrivateServer]:
-    if postgres_binaries() is None:
-        unavailable("no PostgreSQL binaries: apt-get install -y postgresql (Debian)")
+    missing = private_server_missing()
+    if missing is not None:
+        unavailable(missing)
     with private_server() as started:
         yield started
 

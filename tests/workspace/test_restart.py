@@ -8,7 +8,6 @@ private_server`), never on the one other tests share.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from optimizer.testing.postgres import PrivateServer, fresh_schema, postgres_binaries
+from optimizer.testing.postgres import PrivateServer, fresh_schema, private_server_missing
 from optimizer.testing.postgres import private_server as start_private_server
 from schemas import RunConfig, StoreUnreachable
 from tests.postgres import unavailable
@@ -30,10 +29,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[PrivateServer]:
-    if postgres_binaries() is None:
-        unavailable("no PostgreSQL binaries: apt-get install -y postgresql (Debian)")
-    if os.geteuid() == 0 and os.system("id postgres >/dev/null 2>&1") != 0:
-        unavailable("running as root without a postgres user to run the server as")
+    missing = private_server_missing()
+    if missing is not None:
+        unavailable(missing)
     with start_private_server() as started:
         yield started
 
