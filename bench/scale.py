@@ -9,8 +9,11 @@ Sections, in order:
   hook: a ``report()`` function returning the section's text (a string or a list of lines,
   or an awaitable of either); it is imported only if the file exists, so this driver runs
   with or without it.
+- The team (bench/team.py, the same hook): four runners of one program at once, a runner
+  killed holding claims, PostgreSQL restarted under a run, four runners sharing one limit
+  against a container of hidden capacity.
 
-Run: .venv/bin/python bench/scale.py [--only replicas|store]
+Run: .venv/bin/python bench/scale.py [--only replicas|store|team]
 Needs Debian's haproxy for the HAProxy lines (the URL-list lines run without it).
 """
 
@@ -39,20 +42,25 @@ def _lines(result: Any) -> list[str]:
     return [str(line) for line in result or []]
 
 
-def store_section() -> list[str]:
-    """The store's figures from bench/scale_store.py, or why there are none."""
-    if not (BENCH / "scale_store.py").exists():
-        return ["store: bench/scale_store.py is not there yet; no store figures in this run"]
-    module = importlib.import_module("scale_store")
+def bench_section(name: str, module_name: str) -> list[str]:
+    """The figures of ``bench/<module_name>.py``'s ``report()``, or why there are none."""
+    if not (BENCH / f"{module_name}.py").exists():
+        return [f"{name}: bench/{module_name}.py is not there yet; no {name} figures in this run"]
+    module = importlib.import_module(module_name)
     report = getattr(module, "report", None)
     if report is None:
-        return ["store: bench/scale_store.py has no report() function; no store figures"]
+        return [f"{name}: bench/{module_name}.py has no report() function; no {name} figures"]
     return _lines(report())
+
+
+def store_section() -> list[str]:
+    """The store's figures from bench/scale_store.py, or why there are none."""
+    return bench_section("store", "scale_store")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=("replicas", "store"), default=None)
+    parser.add_argument("--only", choices=("replicas", "store", "team"), default=None)
     args = parser.parse_args()
     started = time.perf_counter()
     if args.only in (None, "replicas"):
@@ -61,6 +69,9 @@ def main() -> None:
                 print(line, flush=True)
     if args.only in (None, "store"):
         for line in store_section():
+            print(line, flush=True)
+    if args.only in (None, "team"):
+        for line in bench_section("team", "team"):
             print(line, flush=True)
     print(f"bench/scale.py took {time.perf_counter() - started:.0f} s")
 

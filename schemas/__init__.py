@@ -23,6 +23,7 @@ from schemas.exceptions import (
     Retryable,
     RolloutFailed,
     RunLeased,
+    StoreUnreachable,
     UserError,
     WorkspaceError,
 )
@@ -136,6 +137,7 @@ __all__ = [
     "TrialView",
     "Usage",
     "UserError",
+    "StoreUnreachable",
     "WorkspaceError",
     "cache_key",
     "candidate_id_for",

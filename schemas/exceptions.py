@@ -15,6 +15,7 @@ control-flow signals that are not failures (``BudgetExhausted``).
     │   └── ContainerUnavailable  no container URL passes its health check
     ├── BudgetExhausted           a budget was reached: stop cleanly (a signal, not a failure)
     ├── WorkspaceError            the SQLite store or the run folder cannot be used
+    │   └── StoreUnreachable      the store's server stayed out of reach past the outage limit
     ├── ProposerError             the reflection model could not produce a candidate
     │   └── ProposalRejected      a proposal failed a guard (cut off, empty, unchanged, ...)
     └── Retryable                 raised by a container target: "try again later" (429/503)
@@ -38,6 +39,7 @@ __all__ = [
     "Retryable",
     "RolloutFailed",
     "RunLeased",
+    "StoreUnreachable",
     "UserError",
     "WorkspaceError",
 ]
@@ -134,6 +136,13 @@ class BudgetExhausted(GepaError):
 
 class WorkspaceError(GepaError):
     """The workspace database or run folder cannot be opened, read or written."""
+
+
+class StoreUnreachable(WorkspaceError):
+    """The store's server (PostgreSQL) could not be reached for longer than the outage limit.
+
+    Nothing committed is lost; the run resumes by id once the server answers again.
+    """
 
 
 class ProposerError(GepaError):

@@ -43,10 +43,13 @@ def backend_for(
     busy_timeout_s: float,
     run_files: str | os.PathLike[str] | None,
     pool_size: int,
+    outage_limit_s: float | None = None,
 ) -> Backend:
     """The backend of a folder or a URL (see ``Workspace`` for the arguments)."""
     if isinstance(target, DatabaseURL):
-        postgres = _postgres(target, readonly=readonly, pool_size=pool_size)
+        postgres = _postgres(
+            target, readonly=readonly, pool_size=pool_size, outage_limit_s=outage_limit_s
+        )
         chosen = run_files or os.environ.get("GEPA_RUN_FILES") or DEFAULT_WORKSPACE
         root = Path(chosen).expanduser()
         where = str(target)  # the password masked
@@ -58,12 +61,20 @@ def backend_for(
     return Backend("sqlite", db, FolderFiles(target, db, str(target)), target, str(target), db_path)
 
 
-def _postgres(url: DatabaseURL, *, readonly: bool, pool_size: int) -> PostgresDatabase:
+def _postgres(
+    url: DatabaseURL, *, readonly: bool, pool_size: int, outage_limit_s: float | None
+) -> PostgresDatabase:
     try:
         from workspace.postgres.db import PostgresDatabase
+        from workspace.postgres.retry import outage_limit
     except ImportError as exc:
         raise UserError(
             f"--workspace {url} is a PostgreSQL store, which needs psycopg: "
             f"pip install 'gepa-runtime[postgres]' ({exc})"
         ) from exc
-    return PostgresDatabase(url.url, readonly=readonly, pool_size=pool_size)
+    return PostgresDatabase(
+        url.url,
+        readonly=readonly,
+        pool_size=pool_size,
+        outage_limit_s=outage_limit(outage_limit_s),
+    )

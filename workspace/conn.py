@@ -10,13 +10,16 @@ the PostgreSQL-only steps (an advisory lock that orders the event log).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import aiosqlite
 
-__all__ = ["POSTGRES", "SQLITE", "Conn", "Dialect", "Row", "SqliteConn"]
+__all__ = ["POSTGRES", "SQLITE", "Conn", "Dialect", "Engine", "Row", "SqliteConn"]
+
+T = TypeVar("T")
 
 # sqlite3.Row, or the PostgreSQL row (workspace.postgres.db): row[0], row["name"], unpacking.
 Row: TypeAlias = Any
@@ -62,6 +65,19 @@ class Conn(Protocol):
 
     async def fetch_each(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[list[Row]]:
         """Run one statement (``... RETURNING``) once per parameter row; each run's rows."""
+        ...
+
+
+class Engine(Protocol):
+    """What the table modules need of a database (``workspace.db``, ``workspace.postgres``):
+    reads, and write transactions run whole (again, on PostgreSQL, after a restart)."""
+
+    def read(self) -> AbstractAsyncContextManager[Conn]:
+        """A connection for reads."""
+        ...
+
+    async def at_once(self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body`` in one write transaction; its result once committed."""
         ...
 
 

@@ -46,6 +46,8 @@ class Database:
         self._conn: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
 
+    reachable = True  # a file: nothing to lose touch with
+
     async def open(self) -> None:
         """Connect, set the pragmas, and migrate (writer) or check the version (reader)."""
         if self._conn is not None:

@@ -16,28 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol
 
 import workspace.runs as runs
 from schemas.exceptions import UserError, WorkspaceError
-from workspace.conn import Conn
+from workspace.conn import Conn, Engine
 from workspace.runfolder import RunFolder
 
 __all__ = ["DatabaseFiles", "Engine", "FolderFiles", "RunFiles"]
-
-
-class Engine(Protocol):
-    """What the files need of a database: reads and write transactions (see ``workspace.db``)."""
-
-    def read(self) -> AbstractAsyncContextManager[Conn]:
-        """A connection for reads."""
-        ...
-
-    def write(self) -> AbstractAsyncContextManager[Conn]:
-        """A connection inside one write transaction."""
-        ...
 
 
 class RunFiles(Protocol):
@@ -119,7 +106,8 @@ class DatabaseFiles:
     async def write(self, run_id: str, name: str, content: bytes) -> Path:
         """Store the file (insert or replace), then copy it to the local folder."""
         self._folder.target(run_id, name)
-        async with self._db.write() as conn:
+
+        async def store(conn: Conn) -> None:
             await runs.require_run(conn, run_id, self._where)
             await conn.execute(
                 "INSERT INTO run_files (run_id, name, content, updated_at) VALUES (?,?,?,?) "
@@ -127,6 +115,8 @@ class DatabaseFiles:
                 "SET content = excluded.content, updated_at = excluded.updated_at",
                 (run_id, name, content, time.time()),
             )
+
+        await self._db.at_once(store)
         return await _to_folder(self._folder, run_id, name, content)
 
     async def read(self, run_id: str, name: str) -> bytes:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from schemas.exceptions import RunLeased, UserError
 from workspace.conn import Conn
+from workspace.runs import require_run
 
 __all__ = [
     "HEARTBEAT_S",
@@ -35,6 +36,7 @@ __all__ = [
     "Takeover",
     "drop_lease",
     "fetch_lease",
+    "holder_gone",
     "lease_timeout",
     "leased_message",
     "new_lease",
@@ -115,10 +117,18 @@ def stale_reason(lease: Lease, *, now: float, timeout_s: float | None = None) ->
 
     ``timeout_s`` overrides the holder's own timeout (a stricter judge, e.g. in a test).
     """
-    if lease.host == this_host() and not pid_alive(lease.pid):
-        return f"pid {lease.pid} is no longer running on {lease.host}"
     timeout_s = lease.timeout_s if timeout_s is None else timeout_s
-    age = now - lease.heartbeat_at
+    return holder_gone(lease.host, lease.pid, lease.heartbeat_at, timeout_s, now=now)
+
+
+def holder_gone(
+    host: str, pid: int, heartbeat_at: float, timeout_s: float, *, now: float
+) -> str | None:
+    """Why a holder (of a lease, a claim, a share of a limit) counts as gone, or ``None``:
+    its pid no longer runs on this host, or its heartbeat is older than ``timeout_s``."""
+    if host == this_host() and not pid_alive(pid):
+        return f"pid {pid} is no longer running on {host}"
+    age = now - heartbeat_at
     if age > timeout_s:
         return f"no heartbeat for {age:.0f} s (the limit is {timeout_s:.0f} s)"
     return None
@@ -209,12 +219,14 @@ async def drop_lease(conn: Conn, lease: Lease) -> None:
 
 
 async def take_lease(
-    conn: Conn, run_id: str, *, now: float, timeout_s: float | None, promise_s: float
+    conn: Conn, run_id: str, where: str, *, now: float, timeout_s: float | None, promise_s: float
 ) -> tuple[Lease, Takeover | None]:
-    """Put a new lease of this process on ``run_id`` (the caller holds the run's row lock);
-    the stale lease it replaced, if any. A live lease of another holder, judged by its own
-    timeout unless ``timeout_s`` is given, is ``RunLeased``. The new lease promises a
-    heartbeat within ``promise_s``."""
+    """Put a new lease of this process on ``run_id`` (of the store ``where``; unknown is a
+    ``UserError``); the stale lease it replaced, if any. A live lease of another holder, judged
+    by its own timeout unless ``timeout_s`` is given, is ``RunLeased``. The new lease promises
+    a heartbeat within ``promise_s``."""
+    # Locked: two processes that both find the lease stale must not both take it.
+    await require_run(conn, run_id, where, lock=True)
     current = await fetch_lease(conn, run_id)
     takeover = None
     if current is not None:

@@ -222,7 +222,45 @@ _V7 = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# What runners that share a store coordinate through (workspace.claims,
+# workspace.endpoint_limits): a claim on each rollout being paid for, and one adaptive limit
+# per container endpoint with the runners that call it. New tables only, so runners of the
+# previous version keep working on a migrated file (docs/team.md).
+_V8 = Migration(
+    8,
+    "claims (rollouts being paid for) and endpoint limits shared by runners",
+    (
+        """CREATE TABLE claims (
+            cache_key    TEXT PRIMARY KEY,
+            token        TEXT NOT NULL,
+            run_id       TEXT NOT NULL,
+            host         TEXT NOT NULL,
+            pid          INTEGER NOT NULL,
+            claimed_at   REAL NOT NULL,
+            heartbeat_at REAL NOT NULL,
+            timeout_s    REAL NOT NULL
+        )""",
+        "CREATE INDEX claims_by_token ON claims (token)",
+        """CREATE TABLE endpoint_limits (
+            url        TEXT PRIMARY KEY,
+            state      TEXT NOT NULL DEFAULT '{}',
+            updated_at REAL NOT NULL
+        )""",
+        """CREATE TABLE endpoint_members (
+            url          TEXT NOT NULL,
+            member       TEXT NOT NULL,
+            host         TEXT NOT NULL,
+            pid          INTEGER NOT NULL,
+            ceiling      INTEGER NOT NULL,
+            demand       INTEGER NOT NULL,
+            heartbeat_at REAL NOT NULL,
+            timeout_s    REAL NOT NULL,
+            PRIMARY KEY (url, member)
+        )""",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

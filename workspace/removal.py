@@ -8,9 +8,14 @@ as a cache hit by key): deleting one run never changes what another run shows or
 
 from __future__ import annotations
 
-from workspace.conn import Conn
+import time
 
-__all__ = ["delete_run_rows"]
+from schemas.exceptions import RunLeased
+from workspace.conn import Conn
+from workspace.lease import fetch_lease, leased_message, stale_reason
+from workspace.runs import require_run
+
+__all__ = ["delete_run_rows", "delete_unheld_run"]
 
 # SQLite plans NOT IN over a subquery with a temporary index (no index on trials.cache_key).
 _ORPHANED_ROLLOUTS = """
@@ -40,3 +45,13 @@ async def delete_run_rows(conn: Conn, run_id: str) -> dict[str, int]:
     orphaned = _ORPHANED_ROLLOUTS_PG if conn.dialect.postgres else _ORPHANED_ROLLOUTS
     counts["rollouts"] = await conn.execute(orphaned, (run_id,))
     return counts
+
+
+async def delete_unheld_run(conn: Conn, run_id: str, where: str) -> dict[str, int]:
+    """:func:`delete_run_rows` of a run no live process holds (its lease); else ``RunLeased``.
+    An unknown run is a ``UserError``."""
+    await require_run(conn, run_id, where, lock=True)
+    holder = await fetch_lease(conn, run_id)
+    if holder is not None and stale_reason(holder, now=time.time()) is None:
+        raise RunLeased(leased_message(holder))
+    return await delete_run_rows(conn, run_id)

@@ -32,7 +32,7 @@ import workspace.rollouts as rollouts
 import workspace.runs as runs
 import workspace.trials as trials
 from schemas.config import RunConfig
-from schemas.exceptions import RunLeased, UserError, WorkspaceError
+from schemas.exceptions import UserError, WorkspaceError
 from schemas.records import (
     CandidateRecord,
     Event,
@@ -44,16 +44,17 @@ from schemas.records import (
     TrialView,
 )
 from workspace.backends import backend_for
+from workspace.claims import Claimant, ClaimStore, release_claims
 from workspace.codec import MIN_TRACE_CAP, dumps, strict_json
 from workspace.conn import Conn
 from workspace.db import Database
+from workspace.endpoint_limits import LimitStore
 from workspace.lease import (
     Lease,
     Takeover,
     drop_lease,
     fetch_lease,
     lease_timeout,
-    leased_message,
     renew_lease,
     stale_reason,
     take_lease,
@@ -75,7 +76,9 @@ class Workspace:
     ``root`` becomes the local run-files folder: ``run_files``, else ``$GEPA_RUN_FILES``,
     else ``./.gepa`` (see :mod:`workspace.files`); ``pool_size`` bounds its connections.
     ``lease_timeout_s`` (else ``$GEPA_LEASE_TIMEOUT``, else 60) is how long a run this
-    process executes may go without a heartbeat before another process takes it over.
+    process executes, or a rollout it claimed, may go without a heartbeat before another
+    process takes it over. ``outage_limit_s`` (else ``$GEPA_DB_OUTAGE_LIMIT``, else 120) is
+    how long a PostgreSQL store is waited for (a restart) before ``StoreUnreachable``.
     ``readonly=True`` opens an existing store for another process (the console); every
     write then raises ``WorkspaceError``. Always close it (``async with``): the SQLite
     connection's worker thread or the PostgreSQL pool would keep the process alive.
@@ -91,6 +94,7 @@ class Workspace:
         run_files: str | os.PathLike[str] | None = None,
         pool_size: int = 8,
         lease_timeout_s: float | None = None,
+        outage_limit_s: float | None = None,
     ) -> None:
         if trace_cap_bytes < MIN_TRACE_CAP:
             raise UserError(
@@ -101,7 +105,7 @@ class Workspace:
         self.lease_timeout_s = lease_timeout(lease_timeout_s)
         backend = backend_for(
             workspace_target(root), readonly=readonly, busy_timeout_s=busy_timeout_s,
-            run_files=run_files, pool_size=pool_size,
+            run_files=run_files, pool_size=pool_size, outage_limit_s=outage_limit_s,
         )  # fmt: skip
         self.backend = backend.name
         self.root, self.location, self.db_path = backend.root, backend.location, backend.db_path
@@ -109,6 +113,8 @@ class Workspace:
         self._files = backend.files
         # Everything written goes through it; a run adds the keys it knows (scrubber.add).
         self.scrubber = Scrubber()
+        self.claims = ClaimStore(self._db)  # what runners sharing it coordinate through
+        self.endpoint_limits = LimitStore(self._db)
 
     # lifecycle
 
@@ -125,6 +131,11 @@ class Workspace:
     async def close(self) -> None:
         """Close the connection. Safe to call twice."""
         await self._db.close()
+
+    @property
+    def reachable(self) -> bool:
+        """Whether the store answers (``False`` while a PostgreSQL server is out of reach)."""
+        return self._db.reachable
 
     async def __aenter__(self) -> Workspace:
         return await self.open()
@@ -143,8 +154,7 @@ class Workspace:
         """Store a new run with ``config.redacted()``; the id defaults to ``run-<10 hex>``."""
         run_id = check_run_id(run_id) if run_id is not None else f"run-{secrets.token_hex(5)}"
         record = RunRecord(run_id=run_id, config=self.scrubber.value(config.redacted()))
-        async with self._db.write() as conn:
-            await runs.insert_run(conn, record, self.location)
+        await self._db.at_once(lambda conn: runs.insert_run(conn, record, self.location))
         return record
 
     async def get_run(self, run_id: str) -> RunRecord:
@@ -187,12 +197,9 @@ class Workspace:
         one transaction: a folder that cannot be removed then is named in the error. A run a
         live process holds (its lease) is ``RunLeased``.
         """
-        async with self._db.write() as conn:
-            await runs.require_run(conn, run_id, self.location, lock=True)
-            holder = await fetch_lease(conn, run_id)
-            if holder is not None and stale_reason(holder, now=time.time()) is None:
-                raise RunLeased(leased_message(holder))
-            counts = await removal.delete_run_rows(conn, run_id)
+        counts = await self._db.at_once(
+            lambda conn: removal.delete_unheld_run(conn, run_id, self.location)
+        )
         try:
             await self._files.remove(run_id)
         except OSError as exc:
@@ -213,22 +220,24 @@ class Workspace:
         The holder is judged by its own timeout (``timeout_s`` overrides it); the new lease
         promises a heartbeat within :attr:`lease_timeout_s`.
         """
-        async with self._db.write() as conn:
-            # Locked: two processes that both find the lease stale must not both take it.
-            await runs.require_run(conn, run_id, self.location, lock=True)
-            return await take_lease(
-                conn, run_id, now=time.time(), timeout_s=timeout_s, promise_s=self.lease_timeout_s
-            )
+        return await self._db.at_once(
+            lambda conn: take_lease(
+                conn,
+                run_id,
+                self.location,
+                now=time.time(),
+                timeout_s=timeout_s,
+                promise_s=self.lease_timeout_s,
+            )  # fmt: skip
+        )
 
     async def renew_lease(self, lease: Lease) -> bool:
         """Renew the heartbeat; ``False`` when another process has taken the lease over."""
-        async with self._db.write() as conn:
-            return await renew_lease(conn, lease, time.time())
+        return await self._db.at_once(lambda conn: renew_lease(conn, lease, time.time()))
 
     async def release_lease(self, lease: Lease) -> None:
         """Give the lease up (a lease another process took over is left to it)."""
-        async with self._db.write() as conn:
-            await drop_lease(conn, lease)
+        await self._db.at_once(lambda conn: drop_lease(conn, lease))
 
     async def lease_holder(self, run_id: str, *, timeout_s: float | None = None) -> Lease | None:
         """The live lease of ``run_id`` (``None`` when free or stale by its own timeout)."""
@@ -306,14 +315,17 @@ class Workspace:
         if self.readonly:
             raise WorkspaceError(f"workspace {self.location} is opened read-only")
         rows = await asyncio.to_thread(self._encode, records)
-        async with self._db.write() as conn:
-            return await rollouts.insert_rollouts(conn, records, rows)
+        return await self._db.at_once(lambda conn: rollouts.insert_rollouts(conn, records, rows))
 
-    async def record_paid_trials(self, run_id: str, records: Sequence[RolloutRecord]) -> list[int]:
+    async def record_paid_trials(
+        self, run_id: str, records: Sequence[RolloutRecord], claimant: Claimant | None = None
+    ) -> list[int]:
         """``record_rollouts`` and ``link_trials`` (as paid) in one transaction; the row ids.
 
         The rollout queue's hot path: one round trip to SQLite's connection thread per batch
-        (``Database.at_once``), where the records are also encoded, off the event loop.
+        (``Database.at_once``), where the records are also encoded, off the event loop. The
+        same transaction lets go of the records' keys that ``claimant`` claimed
+        (:mod:`workspace.claims`), stored or errored.
         """
         if not records:
             return []
@@ -328,6 +340,8 @@ class Workspace:
             rows = ready if ready is not None else self._encode(records)
             ids = await rollouts.insert_rollouts(conn, records, rows)
             await trials.insert_trials(conn, run_id, trials.paid_trials(run_id, records, ids))
+            if claimant is not None:
+                await release_claims(conn, claimant.token, [r.cache_key for r in records])
             return ids
 
         return await self._write_to_run(run_id, write)

@@ -37,7 +37,7 @@ __all__ = [
 MIGRATION_LOCK = 0x4745_5041_6D69_6772
 TABLES = (
     "runs", "candidates", "rollouts", "events", "frontier", "trials", "trial_counts", "leases",
-    "run_files",
+    "run_files", "claims", "endpoint_limits", "endpoint_members",
 )  # fmt: skip
 
 _TIME = "DOUBLE PRECISION NOT NULL"
@@ -159,7 +159,43 @@ _V1 = Migration(
     ),
 )
 
-PG_MIGRATIONS: tuple[Migration, ...] = (_V1,)
+# Claims and shared endpoint limits (see workspace.migrations' version 8): new tables only,
+# so runners of the previous version keep working on a migrated store.
+_V2 = Migration(
+    2,
+    "claims (rollouts being paid for) and endpoint limits shared by runners",
+    (
+        f"""CREATE TABLE claims (
+            cache_key    TEXT PRIMARY KEY,
+            token        TEXT NOT NULL,
+            run_id       TEXT NOT NULL,
+            host         TEXT NOT NULL,
+            pid          INTEGER NOT NULL,
+            claimed_at   {_TIME},
+            heartbeat_at {_TIME},
+            timeout_s    DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX claims_by_token ON claims (token)",
+        f"""CREATE TABLE endpoint_limits (
+            url        TEXT PRIMARY KEY,
+            state      TEXT NOT NULL DEFAULT '{{}}',
+            updated_at {_TIME}
+        )""",
+        f"""CREATE TABLE endpoint_members (
+            url          TEXT NOT NULL,
+            member       TEXT NOT NULL,
+            host         TEXT NOT NULL,
+            pid          INTEGER NOT NULL,
+            ceiling      INTEGER NOT NULL,
+            demand       INTEGER NOT NULL,
+            heartbeat_at {_TIME},
+            timeout_s    DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (url, member)
+        )""",
+    ),
+)
+
+PG_MIGRATIONS: tuple[Migration, ...] = (_V1, _V2)
 PG_SCHEMA_VERSION = PG_MIGRATIONS[-1].version
 
 

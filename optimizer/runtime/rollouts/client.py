@@ -42,7 +42,7 @@ from pydantic import ValidationError
 from optimizer.runtime.rollouts.bodies import BodyReader, ParsedRollout, RolloutBody
 from optimizer.runtime.rollouts.endpoints import Endpoint, Endpoints
 from optimizer.runtime.rollouts.lanes import LaneTransport, env_proxies, lane_extensions
-from optimizer.runtime.rollouts.limits import EndpointLimits, Ticket
+from optimizer.runtime.rollouts.limits import AdaptiveLimit, EndpointLimits, Ticket
 from optimizer.runtime.rollouts.retries import RetryPolicy, Tries, retry_after
 from schemas import (
     DEFAULT_REWARD_RANGE,
@@ -169,6 +169,10 @@ class ContainerClient:
         """Undo every ``join`` of this client."""
         self._endpoints.leave()
 
+    def limits(self) -> list[AdaptiveLimit]:
+        """Each URL's adaptive limit (shared by every client of the process on that URL)."""
+        return [e.limit for e in self._endpoints.all]
+
     def limits_view(self) -> list[dict[str, Any]]:
         """Each URL's limit, rollouts in flight and rate-limit wait (see ``AdaptiveLimit.view``)."""
         return self._endpoints.views()
@@ -266,6 +270,16 @@ class ContainerClient:
         4xx, ``UserError`` when the token is refused.
         """
         body = request if isinstance(request, RolloutBody) else RolloutBody.of(request)
+        with self._endpoints.wanted():
+            return await self._rollout(body, reward_range, trace_cap_bytes, lane)
+
+    async def _rollout(
+        self,
+        body: RolloutBody,
+        reward_range: tuple[float, float],
+        trace_cap_bytes: int | None,
+        lane: int | None,
+    ) -> tuple[RolloutOutcome, int]:
         tries = Tries(body.seed)
         while True:
             endpoint, ticket = await self._endpoints.acquire()

@@ -12,8 +12,9 @@ failing); after that, it takes one request at a time until it answers again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,18 @@ class Endpoints:
         for limit, share in self._joined:
             limit.leave(share)
         self._joined.clear()
+
+    @contextlib.contextmanager
+    def wanted(self) -> Iterator[None]:
+        """One rollout under way, which may go to any URL (their limits' ``demand``)."""
+        limits = [endpoint.limit for endpoint in self.all]
+        for limit in limits:
+            limit.wanting += 1
+        try:
+            yield
+        finally:
+            for limit in limits:
+                limit.wanting -= 1
 
     def views(self) -> list[dict[str, Any]]:
         """Each URL's ``AdaptiveLimit.view``."""

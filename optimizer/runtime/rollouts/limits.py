@@ -29,6 +29,12 @@ answers nothing but 429s (``limited_since``), which bounds the wait of ``--rate-
 One registry per event loop (:meth:`EndpointLimits.of_loop`): every run of one ``serve``
 or ``optimize run`` process (one loop) on the same URL shares one limit; tests, each with
 a loop of their own, never see another test's limits.
+
+Across processes, the limit is shared through the workspace by every runner that calls the
+URL (:mod:`optimizer.runtime.rollouts.shared_limits`): the same arithmetic runs on one limit
+kept in the store, and this process sends at most its ``allotted`` part of it. Meanwhile
+a 429 or a 503 still backs this process off at once; the cut it saw, and the clean answers it
+counted, reach the store's limit at the next visit (:meth:`AdaptiveLimit.report`).
 """
 
 from __future__ import annotations
@@ -36,18 +42,30 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
+import time
 import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AdaptiveLimit", "EndpointLimits", "Ticket"]
+__all__ = ["AdaptiveLimit", "EndpointLimits", "Report", "Ticket"]
 
 CUT = 0.8  # multiplicative decrease per 429/503 episode
 GROWTH = 0.05  # increase per clean round: this share of the limit, at least 1
 MAX_STRIKES = 6  # at most 2**6 = 64 clean rounds below the wall before it is tried again
 FRESH_AFTER_S = 60.0  # a run joining an endpoint without pressure this long starts at the top
 PRESSURE = frozenset({429, 503})
+HOLD_S = 0.25  # shared: how long a refused request's slot rests (a visit's period)
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a process saw of a shared limit since its last visit to the store."""
+
+    cut_from: int | None  # the episode it saw a 429/503 in (None: none)
+    cut_sent: float  # when the last request refused in that episode was sent (time.time())
+    epoch: int  # the episode its clean answers belong to
+    clean: int  # clean answers of requests sent while its part was all in use
 
 
 @dataclass(frozen=True)
@@ -68,6 +86,7 @@ class AdaptiveLimit:
         self.ceiling = 0  # the sum of the shares of the runs using it
         self.limit = 0.0
         self.in_flight = 0
+        self.wanting = 0  # rollouts under way that may go to this URL (their client's count)
         self.failures = 0  # requests in a row that got no answer
         self.down_until = 0.0  # resting after a refused or dropped connection
         self.refusing = False  # since then, no answer: one request at a time tries it
@@ -80,13 +99,33 @@ class AdaptiveLimit:
         self._wall: int | None = None
         self._strikes = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        # Shared through the store (shared_limits): this process's part, and what it saw.
+        self.allotted: int | None = None
+        self.shared: dict[str, Any] = {}  # the store's limit as last seen: limit, runners
+        self._cut_from: int | None = None
+        self._cut_sent = 0.0
+        self._counted = 0
+        self._level_since = 0.0  # when this process heard of the store's current level
+        self.nudge = asyncio.Event()  # set when the store should hear of a cut at once
+        self.member: str | None = None  # this process's token among the URL's runners
+        self.visiting = asyncio.Lock()  # one visit to the store at a time
 
     @property
     def permits(self) -> int:
         """Requests it lets in flight now (no limit while no run has joined: checks, probes)."""
         if self.ceiling == 0:
             return sys.maxsize
-        return max(1, int(self.limit)) if self.adaptive else self.ceiling
+        if not self.adaptive:
+            return self.ceiling
+        if self.allotted is not None:
+            return max(1, min(self.allotted, self.ceiling))
+        return max(1, int(self.limit))
+
+    @property
+    def demand(self) -> int:
+        """Rollouts under way on this URL (in flight, waiting for a slot, or resting before a
+        retry), at most the ceiling."""
+        return min(self.ceiling, max(self.wanting, self.in_flight + len(self._waiters)))
 
     def room(self) -> int:
         """Slots free now (one at most while the URL is tried again after refusals)."""
@@ -119,7 +158,13 @@ class AdaptiveLimit:
         self, ticket: Ticket, status: int | None, now: float, retry_after: float | None = None
     ) -> None:
         """The request of ``ticket`` ended: ``status`` of its answer, None for no answer."""
-        self.in_flight -= 1
+        if self.allotted is not None and status in PRESSURE:
+            # Shared: a refusal often comes of another runner that has not heard of the last
+            # cut yet; the slot rests a while instead of earning the next request a refusal
+            # at once, and again, until that runner hears of it (its next visit).
+            asyncio.get_running_loop().call_later(HOLD_S, self._rested)
+        else:
+            self.in_flight -= 1
         if status is not None:  # it answered: reachable again
             self.failures, self.refusing = 0, False
         if status == 429:
@@ -133,10 +178,23 @@ class AdaptiveLimit:
             self._clean_answer(ticket)
         self.wake()
 
+    def _rested(self) -> None:
+        self.in_flight -= 1
+        self.wake()
+
     def _pressure(self, ticket: Ticket, now: float) -> None:
         self.last_pressure = now
         if not self.adaptive or ticket.epoch != self.epoch:
             return  # an answer of an episode that already cut
+        if self.allotted is not None:  # shared: back off now, the store's limit is cut soon
+            sent = time.time() - (now - ticket.sent)
+            self._cut_sent = max(self._cut_sent, sent)
+            if self._cut_from != self.epoch:  # once per episode, which the store numbers
+                self._cut_from = self.epoch
+                self.allotted = max(1, int(self.allotted * CUT))
+                self._counted = 0
+                self.nudge.set()
+            return
         level = self.permits
         if level == self._wall:
             self._strikes = min(self._strikes + 1, MAX_STRIKES)
@@ -148,6 +206,10 @@ class AdaptiveLimit:
 
     def _clean_answer(self, ticket: Ticket) -> None:
         if not self.adaptive or ticket.epoch != self.epoch or not ticket.saturated:
+            return
+        if self.allotted is not None:  # shared: the store's limit counts the rounds
+            if ticket.sent >= self._level_since:  # sent knowing the store's current level
+                self._counted += 1
             return
         self._clean += 1
         if self._clean >= self.permits:
@@ -165,6 +227,62 @@ class AdaptiveLimit:
                 return
             self._held = 0
         self.limit = target
+
+    def report(self) -> Report:
+        """What this process saw since its last visit to the store (see the docstring)."""
+        return Report(self._cut_from, self._cut_sent, self.epoch, self._counted)
+
+    def adopt(self, report: Report, epoch: int, allotted: int, shared: dict[str, Any]) -> None:
+        """The store took ``report`` in: its limit is at episode ``epoch`` now, and this
+        process may send ``allotted`` at once. A cut seen since it was sent stays pending,
+        and so does the back-off it made."""
+        if self._cut_from is not None and self._cut_from == report.cut_from:
+            self._cut_from = None
+        if self.epoch == report.epoch:
+            self._counted = max(0, self._counted - report.clean)
+        if epoch != self.epoch:  # the store's episodes: answers of earlier ones count no more
+            self.epoch, self._counted, self._cut_from = epoch, 0, None
+        if self._cut_from is not None and self.allotted is not None:
+            allotted = min(allotted, self.allotted)
+        self.allotted = allotted
+        if shared.get("limit") != self.shared.get("limit"):
+            self._level_since, self._counted = time.monotonic(), 0
+        self.shared = shared
+        self.wake()
+
+    def unshare(self) -> None:
+        """Back to a limit of this process alone (no run of it calls the URL any more)."""
+        self.allotted, self.shared, self._cut_from, self._counted = None, {}, None, 0
+        self._cut_sent = 0.0
+        self.member = None
+
+    def state(self) -> dict[str, Any]:
+        """The arithmetic's state, as the store keeps a shared limit (JSON)."""
+        return {
+            "limit": self.limit, "ceiling": self.ceiling, "epoch": self.epoch,
+            "clean": self._clean, "held": self._held, "wall": self._wall,
+            "strikes": self._strikes,
+            "last_pressure": None if self.last_pressure == -math.inf else self.last_pressure,
+        }  # fmt: skip
+
+    @classmethod
+    def restored(cls, url: str, state: dict[str, Any]) -> AdaptiveLimit:
+        """A limit with the arithmetic's ``state`` (a new one for ``{}``)."""
+        limit = cls(url)
+        if state:
+            limit.limit, limit.ceiling = float(state["limit"]), int(state["ceiling"])
+            limit.epoch, limit._clean, limit._held = state["epoch"], state["clean"], state["held"]
+            limit._wall, limit._strikes = state["wall"], state["strikes"]
+            pressure = state["last_pressure"]
+            limit.last_pressure = -math.inf if pressure is None else float(pressure)
+        return limit
+
+    def observe(self, report: Report, now: float) -> None:
+        """Apply another process's ``report`` to this limit (the store's copy)."""
+        if report.cut_from is not None:
+            self._pressure(Ticket(now, report.cut_from, True), now)
+        for _ in range(report.clean):
+            self._clean_answer(Ticket(now, report.epoch, True))
 
     def wake(self) -> None:
         """Wake as many waiting workers as there are free slots."""
@@ -196,6 +314,7 @@ class AdaptiveLimit:
             "adaptive": self.adaptive,
             "rate_limited_s": limited,
             "retry_after_s": self.retry_after if limited is not None else None,
+            "shared": self.shared or None,
         }
 
 

@@ -7,7 +7,10 @@ rollouts run together (the student's prompt cache then hits). Finished rollouts 
 committer that writes them in batched transactions; a rollout counts (budget, futures,
 events) only after its transaction committed, so a killed run never counts what it lost.
 A (candidate, seed) already in flight for another caller is not sent twice: the second caller
-waits for the first one's result (concurrent proposals often write the same text).
+waits for the first one's result (concurrent proposals often write the same text). Across
+processes sharing the store, each rollout is claimed before it is sent
+(:mod:`optimizer.runtime.rollouts.claims`): one that another runner is paying for is waited
+for and served from the cache, free.
 
 A rollout that fails after its retries (``RolloutFailed``) or answers a body that cannot be scored
 (``InvalidRollout``: a NaN or out-of-range reward, a negative cost, an oversized body) is one
@@ -20,8 +23,10 @@ A paused run (:mod:`optimizer.runtime.steering`) sends nothing new: each worker 
 are committed.
 
 While it runs, the queue's workers hold a share of each container URL's adaptive limit
-(``client.join``; :mod:`optimizer.runtime.rollouts.limits`) and a :class:`LimitWatch` tells the run
-about those limits: ``concurrency`` events, and warnings while a URL rate-limits it.
+(``client.join``; :mod:`optimizer.runtime.rollouts.limits`), shared through the workspace with
+the other runners that call the URL (:mod:`optimizer.runtime.rollouts.shared_limits`), and a
+:class:`LimitWatch` tells the run about those limits: ``concurrency`` events, and warnings while
+a URL rate-limits it.
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ from typing import Any
 from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.events import EventSink
 from optimizer.runtime.rollouts.bodies import CandidateBody
+from optimizer.runtime.rollouts.claims import ClaimBook, claim_wait_s
 from optimizer.runtime.rollouts.client import ContainerClient, RolloutOutcome
 from optimizer.runtime.rollouts.gate import ErrorGate
 from optimizer.runtime.rollouts.limit_watch import LimitWatch
 from optimizer.runtime.rollouts.records import SeedResult, scored_record
 from optimizer.runtime.rollouts.seed_failures import SetAside, failure_kind
+from optimizer.runtime.rollouts.shared_limits import SharedLimits
 from schemas import (
     InvalidRollout,
     Policy,
@@ -119,11 +126,21 @@ class RolloutQueue:
             wait_s=client.policy.rate_limit_wait_s,
             period_s=watch_every_s,
         )
+        self._claims = ClaimBook(
+            workspace,
+            run_id,
+            max_wait_s=claim_wait_s(client.policy, workspace.lease_timeout_s),
+            on_takeover=lambda data: events.emit("claims", data),
+        )
+        self._shared = SharedLimits(workspace, client.limits())
 
     async def __aenter__(self) -> RolloutQueue:
         self._client.join(self._concurrency)
+        await self._shared.sync_all()  # this run's part of each URL's limit, before it sends
         self._tasks = [asyncio.create_task(self._worker(i)) for i in range(self._concurrency)]
+        self._tasks.append(asyncio.create_task(self._shared.run()))
         self._tasks.append(asyncio.create_task(self._watch.run()))
+        self._tasks.append(asyncio.create_task(self._claims.run()))
         self._tasks.append(asyncio.create_task(self._committer()))  # last: _wait watches it
         return self
 
@@ -131,7 +148,9 @@ class RolloutQueue:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.shield(self._claims.close())
         self._client.leave()
+        await asyncio.shield(self._shared.close())
 
     def idle_slots(self) -> int:
         """Rollout slots no booked rollout waits for or runs in right now."""
@@ -211,6 +230,7 @@ class RolloutQueue:
     def _unbook(self, jobs: list[_Job], futures: dict[str, asyncio.Future[RolloutRecord]]) -> None:
         """Booked calls never sent are released (a cancelled caller); nothing stays in flight."""
         self._budget.release(sum(1 for f in futures.values() if not f.done()))
+        self._claims.abandon([job.key for job in jobs if not futures[job.seed].done()])
         for job in jobs:
             self._inflight.pop(job.key, None)
             futures[job.seed].cancel()
@@ -221,16 +241,29 @@ class RolloutQueue:
         futures: dict[str, asyncio.Future[RolloutRecord]],
         background: bool,
     ) -> dict[str, SeedResult]:
-        """Queue the booked ``jobs`` as one batch and wait for them all."""
+        """Claim the booked ``jobs``, queue them as one batch, and wait for them all.
+
+        A job another runner pays for is served when it stored it, as a cache hit.
+        """
         batch = next(self._batches)
-        for index, job in enumerate(jobs):
-            self._jobs.put_nowait((background, batch, index, job, futures[job.seed]))
+        order = {job.seed: index for index, job in enumerate(jobs)}
+        served: set[str] = set()
+
+        def send(job: _Job) -> None:
+            self._jobs.put_nowait((background, batch, order[job.seed], job, futures[job.seed]))
+
+        async def serve(job: _Job, record: RolloutRecord) -> None:
+            served.add(job.seed)
+            self._budget.release(1)
+            await self._reuse(job.candidate_id, [job.seed], {job.seed: job.key}, {job.key: record})
+
         try:
+            await self._claims.dispatch(jobs, {j.key: futures[j.seed] for j in jobs}, send, serve)
             records = await self._wait(list(futures.values()))
         finally:
             self._unbook(jobs, futures)
         return {
-            seed: SeedResult(seed=seed, record=record, cached=False)
+            seed: SeedResult(seed=seed, record=record, cached=seed in served)
             for seed, record in zip(futures, records, strict=True)
         }
 
@@ -346,6 +379,8 @@ class RolloutQueue:
             _, _, _, job, future = await self._jobs.get()
             if self._hold is not None:
                 await self._hold()
+            while not self._workspace.reachable:  # what it paid now might never be stored
+                await asyncio.sleep(0.1)
             if future.cancelled():
                 continue
             try:
@@ -405,7 +440,7 @@ class RolloutQueue:
 
     async def _commit(self, batch: list[_Done]) -> None:
         records = [record for record, *_ in batch]
-        await self._workspace.record_paid_trials(self._run_id, records)
+        await self._workspace.record_paid_trials(self._run_id, records, self._claims.claimant)
         for record, retries, reason, _ in batch:
             self._budget.settle(
                 cost_usd=record.usage.cost_usd,
