@@ -186,9 +186,7 @@ class Workspace:
             "state": self.scrubber.value(state) if state is not None else None,
         }  # fmt: skip
 
-        return await self._db.at_once(
-            lambda conn: runs.update_run(conn, run_id, self.location, changes)
-        )
+        return await self._db.at_once(lambda c: runs.update_run(c, run_id, self.location, changes))
 
     async def delete_run(self, run_id: str) -> dict[str, int]:
         """Delete the run, its rows and its folder; counts of the rows deleted by table.
@@ -198,7 +196,7 @@ class Workspace:
         live process holds (its lease) is ``RunLeased``.
         """
         counts = await self._db.at_once(
-            lambda conn: removal.delete_unheld_run(conn, run_id, self.location)
+            lambda c: removal.delete_unheld_run(c, run_id, self.location)
         )
         try:
             await self._files.remove(run_id)
@@ -220,15 +218,11 @@ class Workspace:
         The holder is judged by its own timeout (``timeout_s`` overrides it); the new lease
         promises a heartbeat within :attr:`lease_timeout_s`.
         """
+        promise = self.lease_timeout_s
         return await self._db.at_once(
             lambda conn: take_lease(
-                conn,
-                run_id,
-                self.location,
-                now=time.time(),
-                timeout_s=timeout_s,
-                promise_s=self.lease_timeout_s,
-            )  # fmt: skip
+                conn, run_id, self.location, now=time.time(), timeout_s=timeout_s, promise_s=promise
+            )
         )
 
     async def renew_lease(self, lease: Lease) -> bool:

@@ -268,6 +268,20 @@ class Restarted:
 _INCIDENTAL = {"run_id", "started_at", "finished_at", "config"}  # ids, times, the URLs
 
 
+def _untimed(packet: dict[str, Any]) -> dict[str, Any]:
+    """``packet`` without the times and event numbers of its decisions (a restart's own
+    events shift the numbers; what was decided, and why, must not change)."""
+    decisions = [
+        {**c, "created": _bare(c["created"]), "decisions": [_bare(d) for d in c["decisions"]]}
+        for c in packet.get("decisions") or []
+    ]
+    return {**packet, "decisions": decisions}
+
+
+def _bare(decision: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in decision.items() if k not in ("ts", "seq")}
+
+
 def restarted_run(
     server: PrivateServer, workdir: Path, *, at: tuple[int, ...] = (30, 90)
 ) -> Restarted:
@@ -290,6 +304,7 @@ def restarted_run(
             packets.append(read(store, _evidence))
         logs.append(rollout_calls(log))
     calm, hit = packets
+    calm, hit = _untimed(calm), _untimed(hit)
     differences = [k for k in calm if k not in _INCIDENTAL and calm[k] != hit.get(k)]
     return Restarted(
         restarts, differences, len(paid_twice(logs[1])), int(hit["rollouts"]["errors"]),

@@ -79,9 +79,9 @@ def test_a_killed_runners_claims_are_taken_over_within_the_lease(
     # A dead pid here is seen at the next look; a silent host once its heartbeat is too old.
     assert killed.taken_over_s <= killed.lease_timeout_s + 2.0, killed.taken_over_s
     assert killed.stored == len(killed.held) >= 3  # 0 lost
-    # Paid again: only rollouts the killed runner had in flight (4 workers) among its claims.
+    # Paid again: only among the killed runner's claims (rollouts it had sent but not stored;
+    # how many depends on where the kill lands: in flight, or answered and awaiting the commit).
     assert killed.team.paid_twice <= killed.held_pairs
-    assert len(killed.team.paid_twice) <= 4
 
 
 def test_two_postgres_restarts_under_a_run_change_nothing(

@@ -356,14 +356,7 @@ class RolloutQueue:
             raise error or asyncio.CancelledError()
         return list(gathered.result())
 
-    def _trial(
-        self,
-        candidate_id: str,
-        seed: str,
-        record: RolloutRecord,
-        *,
-        cached: bool,
-    ) -> Trial:
+    def _trial(self, candidate_id: str, seed: str, record: RolloutRecord, *, cached: bool) -> Trial:
         return Trial(
             run_id=self._run_id,
             candidate_id=candidate_id,
