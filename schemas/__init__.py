@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemas.config import AUTO_LEVELS, RunConfig
+from schemas.config import AUTO_LEVELS, ModelPrice, RunConfig
 from schemas.exceptions import (
     BudgetExhausted,
     ContainerError,
@@ -32,9 +32,11 @@ from schemas.protocol import (
     WIRE_MODELS,
     Component,
     ComponentKind,
+    Direction,
     ErrorBody,
     ErrorDetail,
     Health,
+    Objective,
     Policy,
     Program,
     RolloutRequest,
@@ -61,6 +63,7 @@ from schemas.records import (
     policy_key,
 )
 from schemas.scoring import Metric, Score
+from schemas.select import SelectRule, parse_select
 from schemas.template import (
     DEMOS_COMPONENT,
     SYSTEM_COMPONENT,
@@ -100,13 +103,16 @@ __all__ = [
     "ComponentKind",
     "ContainerError",
     "ContainerUnavailable",
+    "Direction",
     "ErrorBody",
     "ErrorDetail",
     "Event",
     "GepaError",
     "Health",
     "InvalidRollout",
+    "ModelPrice",
     "ModelUsage",
+    "Objective",
     "Origin",
     "Phase",
     "Policy",
@@ -124,6 +130,7 @@ __all__ = [
     "RunLeased",
     "RunRecord",
     "RunStatus",
+    "SelectRule",
     "Seeds",
     "Trace",
     "Trial",
@@ -136,6 +143,7 @@ __all__ = [
     "content_hash",
     "json_schemas",
     "parse_rollout",
+    "parse_select",
     "policy_key",
 ]
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.accounts.objectives import StudentPricing
 from optimizer.runtime.rollouts.bodies import CandidateBody
 from optimizer.runtime.rollouts.client import ContainerClient, RolloutOutcome
 from optimizer.runtime.rollouts.gate import ErrorGate
@@ -65,6 +66,8 @@ class _Job:
 
 # A finished rollout on its way to the committer: record, retries, failure kind, waiter.
 _Done = tuple[RolloutRecord, int, str, asyncio.Future[RolloutRecord]]
+# Told the results of every evaluation: (candidate id, components, results by seed).
+ResultsObserver = Callable[[str, Mapping[str, str], Mapping[str, SeedResult]], None]
 
 
 class RolloutQueue:
@@ -84,6 +87,8 @@ class RolloutQueue:
         error_gate: ErrorGate | None = None,
         on_set_aside: Callable[[SetAside], Awaitable[None]] | None = None,
         watch_every_s: float = 1.0,
+        pricing: StudentPricing | None = None,
+        on_results: ResultsObserver | None = None,
     ) -> None:
         self._client = client
         self._workspace = workspace
@@ -96,6 +101,8 @@ class RolloutQueue:
         self._policy_key = policy_key(self._policy)
         self._gate = error_gate or ErrorGate(max_rate=1.0)
         self._on_set_aside = on_set_aside  # told after the seed_set_aside event
+        self._pricing = pricing or StudentPricing()  # the student's dollars, for the budget
+        self._on_results = on_results  # e.g. the state's objective table
         # (background?, batch, index): a batch is sent in the order it was asked for, and
         # background work (the baseline's holdout) only when nothing else waits.
         self._jobs: asyncio.PriorityQueue[
@@ -192,7 +199,10 @@ class RolloutQueue:
             records = await self._wait([asyncio.shield(f) for f in shared.values()])
             for seed, record in zip(shared, records, strict=True):
                 results[seed] = SeedResult(seed=seed, record=record, cached=True)
-        return {seed: results[seed] for seed in seeds}
+        ordered = {seed: results[seed] for seed in seeds}
+        if self._on_results is not None:
+            self._on_results(candidate_id, components, ordered)
+        return ordered
 
     def _book(self, jobs: list[_Job]) -> dict[str, asyncio.Future[RolloutRecord]]:
         """A future per job, registered as in flight (``evaluate``'s ``shared``)."""
@@ -400,7 +410,7 @@ class RolloutQueue:
         await self._workspace.record_paid_trials(self._run_id, records)
         for record, retries, reason, _ in batch:
             self._budget.settle(
-                cost_usd=record.usage.cost_usd,
+                cost_usd=self._pricing.cost(record.usage) if record.status == "ok" else 0.0,
                 error=record.status == "error",
                 retries=retries,
                 input_tokens=record.usage.input_tokens,

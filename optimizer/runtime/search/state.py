@@ -16,7 +16,8 @@ from typing import Any
 
 from optimizer.runtime.rollouts.seed_failures import SetAside
 from optimizer.runtime.search.frontier import Frontier, build_frontier, mean_score
-from schemas import CandidateRecord
+from optimizer.runtime.search.objectives import ObjectiveTable
+from schemas import CandidateRecord, SelectRule
 
 __all__ = ["SearchState"]
 
@@ -44,6 +45,10 @@ class SearchState:
     # Candidates a method says are no evidence on their mean (GEPA's unproven deletions):
     # ranked after every other, so never the best while another is scored.
     held_back: set[str] = field(default_factory=set)
+    # Each candidate's objectives (cost, latency, prompt tokens, the container's) per seed.
+    objectives: ObjectiveTable = field(default_factory=ObjectiveTable)
+    # What the winner is chosen by (--select): promotion reads it, and so may the search.
+    rule: SelectRule = field(default_factory=SelectRule)
 
     def add(self, record: CandidateRecord) -> None:
         """Register a candidate (idempotent)."""
@@ -67,6 +72,7 @@ class SearchState:
         for table in (self.train, self.partial, self.minibatch, self.holdout, self.val):
             for scores in table.values():
                 scores.pop(note.seed, None)
+        self.objectives.drop_seed(note.seed)
         return self._rebuild()
 
     def kept(self, seeds: Sequence[str]) -> list[str]:
