@@ -9,10 +9,12 @@ whose env var is set) reach the config, so a resumed run is not overridden by de
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -71,6 +73,24 @@ def _finite(text: str) -> float:
     return value
 
 
+def _prices(text: str) -> dict[str, Any]:
+    """``--prices``: a JSON file, or the JSON itself, of model -> prices per million tokens."""
+    source = text.strip()
+    try:
+        if not source.startswith("{"):
+            source = Path(source).expanduser().read_text(encoding="utf-8")
+        data = json.loads(source)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read the prices file {text!r}: {exc}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"the prices are not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError(
+            'give a JSON object: {"MODEL": {"input": 0.15, "output": 0.6, "cached_input": 0.075}}'
+        )
+    return data
+
+
 FLAGS: tuple[Flag, ...] = (
     Flag("--method", "method", "optimizer: gepa (default) or mipro", choices=("gepa", "mipro")),
     Flag("--module", "module", "serve this Python module's @optimize target in-process"),
@@ -126,6 +146,21 @@ FLAGS: tuple[Flag, ...] = (
         choices=("light", "medium", "heavy"),
     ),
     Flag("--max-cost-usd", "max_cost_usd", "budget: student + proposer dollars", _finite),
+    Flag(
+        "--prices",
+        "prices",
+        "model prices over the built-in table, USD per million tokens, for the student's and "
+        'the reflection model\'s dollars: a JSON file or JSON, {"MODEL": {"input": 0.15, '
+        '"output": 0.6, "cached_input": 0.075}} (a local model is priced only here)',
+        _prices,
+    ),
+    Flag(
+        "--select",
+        "select",
+        "what the winner is chosen by: best (default: the highest reward), "
+        "cheapest-within:DELTA (the cheapest within DELTA of the best reward) or "
+        "best-under:cost=USD|latency=MS|tokens=N (the best under a bound; docs/objectives.md)",
+    ),
     Flag("--concurrency", "concurrency", "rollouts in flight (default 4)", int),
     Flag("--minibatch-size", "minibatch_size", "seeds per minibatch gate (default 4)", int),
     Flag(
