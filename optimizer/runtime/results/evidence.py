@@ -19,6 +19,7 @@ from typing import Any
 from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.objectives import directions_of
 from optimizer.runtime.accounts.plan import RunPlan
+from optimizer.runtime.results.forecast_check import actual_figures, forecast_section
 from optimizer.runtime.results.frontier_chart import frontier_svg
 from optimizer.runtime.results.objectives import CHART_FILE, objectives_section
 from optimizer.runtime.results.promotion import Promotion
@@ -160,6 +161,11 @@ async def build_evidence(
         "frontier": _frontier_section(s),
         "objectives": objectives_section(
             s, list(seeds.holdout), directions_of(inputs.program), promo, base
+        ),
+        "forecast": await forecast_section(
+            workspace,
+            inputs.run_id,
+            actual_figures(inputs.budget, inputs.proposer_usage, time.time() - inputs.started_at),
         ),
         "set_aside": [note.as_dict() for note in s.set_aside.values()],
         "per_seed": _per_seed_section(s, seeds, base, best),

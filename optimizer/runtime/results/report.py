@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from optimizer.runtime.results.forecast_check import forecast_lines
 from optimizer.runtime.results.objectives import format_value, objectives_lines
 from optimizer.runtime.search.strategy import SearchMethod
 
@@ -149,6 +150,7 @@ def render_report(packet: dict[str, Any], method: SearchMethod) -> str:
         *objectives_lines(packet),
         *(method.report_lines(packet[name]) if name in packet else []),
         *_usage_lines(packet["usage"]),
+        *forecast_lines(packet.get("forecast")),
         *_trace_lines(packet["traces"]),
     ]
     return "\n".join(out)
