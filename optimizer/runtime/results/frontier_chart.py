@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from optimizer.runtime.accounts.objectives import MEASURED
+from optimizer.runtime.results.objectives import dollars
 
 __all__ = ["frontier_svg"]
 
@@ -27,7 +28,7 @@ def _scale(lo: float, hi: float, a: float, b: float) -> Any:
 
 def _tick(name: str, value: float) -> str:
     if name == "cost_usd":
-        return f"${value:.2g}"
+        return dollars(value)
     return f"{value:.3g}"
 
 
