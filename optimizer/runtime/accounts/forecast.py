@@ -20,11 +20,13 @@ proposals in flight and ``c`` rollouts at once:
   the student's tokens and dollars, the sample rollouts' means, once per container call;
   both models priced by one table (:mod:`transport.pricing`), ``None`` where unknown.
 - **wall time**: the process's start, as the plan's own took; the baseline's train rollouts;
-  the search, ``proposals / K`` rounds of a proposal's writing, its gate and (``p`` of the
-  time) its train evaluation, unless the container is slower (every search rollout through
-  the slots); the winner's holdout (and val) rollouts. ``n`` rollouts take
-  ``ceil(n / slots)`` rollout latencies, ``slots`` the concurrency, or fewer when the sample
-  showed the container answering fewer at once.
+  the search; the winner's holdout (and val) rollouts. With one proposal in flight the search
+  writes a proposal, then judges its child (its gate and, ``p`` of the time, its train
+  evaluation), then writes the next; with ``K`` in flight, children are judged in the
+  background while their workers write again, so the search takes ``proposals / K`` writings
+  (and the last child's judging). The container may be slower still: every search rollout
+  through the slots. ``n`` rollouts take ``ceil(n / slots)`` rollout latencies, ``slots`` the
+  concurrency, or fewer when the sample showed the container answering fewer at once.
 """
 
 from __future__ import annotations
@@ -216,8 +218,12 @@ def _wall(samples: Samples, run: Run, plan: RunPlan, calls: float, proposals: fl
     if not plan.search:
         return samples.startup_s + OVERHEAD_S + rounds(t) + writing + final
     search_calls = max(0.0, calls - (run.limit - run.search_calls(plan)))
-    one = writing + rounds(m) + pass_share(samples) * rounds(t - m)
-    search = max(proposals / k * one, search_calls * latency / slots)
+    judging = rounds(m) + pass_share(samples) * rounds(t - m)
+    # One at a time, a child is judged before the next proposal is asked for; with several in
+    # flight, children are judged in the background while their workers write again.
+    one_by_one = proposals * (writing + judging)
+    overlapped = proposals * writing / k + judging
+    search = max(one_by_one if k == 1 else overlapped, search_calls * latency / slots)
     return samples.startup_s + OVERHEAD_S + rounds(t) + search + final
 
 
@@ -226,6 +232,8 @@ def _wall_note(samples: Samples, run: Run) -> str:
     writing = "not measured" if samples.proposal_s is None else f"{samples.proposal_s:.1f} s"
     return (
         f"a rollout takes {samples.latency_s:.2f} s and {slots:g} run at once; a proposal "
-        f"takes {writing} with {run.in_flight} written at once; the search waits on the slower "
-        f"of the two; starting the process took {samples.startup_s:.1f} s"
+        f"takes {writing} with {run.in_flight} written at once"
+        + (" (children judged while the next are written)" if run.in_flight > 1 else "")
+        + f"; the search waits on the slower of the two; starting the process took "
+        f"{samples.startup_s:.1f} s"
     )
