@@ -3,11 +3,13 @@
 It serves a ``--module`` target in-process as a run does, reads the program, fits the plan to
 the budget, then measures: the baseline on one train seed alone (a rollout's latency), on
 ``together`` train seeds at once (how many the container answers at a time, and the student's
-tokens and dollars per rollout), and one proposal written by the reflection model from those
-rollouts (its latency, calls, tokens and dollars). From these,
-:func:`optimizer.runtime.accounts.forecast.forecast` predicts the run's figures, each with its
-assumption. Nothing is stored and no run is made, except that a plan of a stored run is kept
-in its folder (``forecast.json``), where the run's evidence compares it with what it spent.
+tokens and dollars per rollout), and a few proposals written by the reflection model from
+those rollouts, as many at once as the run writes (their latency, calls, tokens and dollars);
+for a run that writes one at a time, each new child is scored on the same seeds (the share of
+children that pass a gate). From these, :func:`optimizer.runtime.accounts.forecast.forecast`
+predicts the run's figures, each with its assumption. Nothing is stored and no run is made,
+except that a plan of a stored run is kept in its folder (``forecast.json``), where the run's
+evidence compares it with what it spent.
 """
 
 from __future__ import annotations
@@ -246,7 +248,8 @@ async def _proposals(
     sampler: _Sampler, records: list[RolloutRecord], given: ProposerLike | None, count: int
 ) -> _Written:
     """``count`` proposals from the baseline's sample rollouts, written ``K`` at a time as the
-    run writes them; each new child is scored on the same seeds against the baseline."""
+    run writes them; with ``K`` = 1, each new child is scored on the same seeds against the
+    baseline."""
     config, program = sampler.config, sampler.program
 
     def request(turn: int) -> ProposalRequest:
@@ -275,7 +278,13 @@ async def _proposals(
         finally:
             if given is None:
                 await proposer.aclose()
-    children = list({json.dumps(c, sort_keys=True): c for *_, c, _ in written if c}.values())
+    # Scored only for a run that writes one proposal at a time: with several, children are
+    # stacked and scored on train whatever their gate would say (forecast's docstring).
+    children = (
+        list({json.dumps(c, sort_keys=True): c for *_, c, _ in written if c}.values())
+        if at_once == 1
+        else []
+    )
     base = sum(r.reward or 0.0 for r in records)
     scores = await asyncio.gather(*(sampler.score(c, [r.seed for r in records]) for c in children))
     usages = tuple(u for _, u, *_ in written)

@@ -50,24 +50,26 @@ def test_the_forecast_spends_the_budget_on_proposals_judged_k_at_a_time() -> Non
     plan = RunPlan(TRAIN, HOLDOUT)
     f = forecast(_samples(), plan, Run(limit=372, minibatch=4, in_flight=4, concurrency=8))
     assert f.container_calls.value == 372 and f.limited_by == "metric calls"
-    # 372 - 24 - 2 * 36 = 276 search calls; a gate of 4 and, 5/6 of the time, 20 more: 4
-    # children to a gate
-    share = pass_share(_samples())
-    assert share == pytest.approx(5 / 6)
-    proposals = 276 * 4 / (4 + share * 20)
+    # 372 - 24 - 2 * 36 = 276 search calls; 4 written at once are stacked and scored on the 24
+    # train seeds once: 6 rollouts a proposal
+    proposals = 276 / 6
     assert f.proposals.value == pytest.approx(round(proposals, 1))
     assert f.reflection_calls.value == round(proposals)
     assert f.reflection_tokens.value == round(proposals * 1200)
     assert f.student_tokens.value == 372 * 110
     assert f.student_usd.value == pytest.approx(0.372)
     assert f.reflection_usd.value == pytest.approx(proposals * 0.01)
-    # the reflection model is the slower: 4 written at once, children judged meanwhile
-    judging = 0.3 + share * 3 * 0.3
-    wall = 1.5 + 0.5 + 3 * 0.3 + proposals / 4 * 4.0 + judging + 5 * 0.3
+    # the reflection model is the slower: 4 written at once, stacks judged meanwhile
+    wall = 1.5 + 0.5 + 3 * 0.3 + proposals / 4 * 4.0 + 3 * 0.3 + 5 * 0.3
     assert f.wall_s.value == pytest.approx(round(wall, 1))
     assert "4 written at once" in f.wall_s.assumption
     one = forecast(_samples(), plan, Run(limit=372, minibatch=4, in_flight=1, concurrency=8))
-    sequential = 276 / (4 + share * 20)  # one at a time: a proposal, then its child judged
+    # one at a time: a gate of 4 and, 5/6 of the time (4 of 4 sample children passed), 20 more
+    share = pass_share(_samples())
+    assert share == pytest.approx(5 / 6)
+    sequential = 276 / (4 + share * 20)
+    assert one.proposals.value == pytest.approx(round(sequential, 1))
+    judging = 0.3 + share * 3 * 0.3
     assert one.wall_s.value == pytest.approx(
         round(1.5 + 0.5 + 0.9 + sequential * (4.0 + judging) + 1.5, 1)
     )
@@ -96,7 +98,7 @@ def test_a_one_at_a_time_container_and_a_budget_too_small_to_search() -> None:
 
 
 async def test_a_plan_measures_the_container_and_the_proposer(tmp_path: Path) -> None:
-    config = RunConfig(**{**SETTINGS, "proposals_in_flight": 2})
+    config = RunConfig(**SETTINGS)  # one proposal at a time: its children are scored
     async with PricedContainer().client() as http:
         report = await make_plan(config, http=http, proposer=detail_proposer(), together=3)
     s, f = report.samples, report.forecast

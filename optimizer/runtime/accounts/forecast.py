@@ -11,11 +11,14 @@ proposals in flight and ``c`` rollouts at once:
   cannot know when, so the budget is an upper bound then. With ``--max-cost-usd`` below what
   the budget costs, the run stops at the cap: calls and proposals shrink to what it affords.
 - **proposals**: the calls left to the search (the budget less the baseline's ``T + H``, the
-  winner's ``H``, its selection on val) over what a proposal costs: its child's minibatch gate
-  (``m``) and, for the share ``p`` of children that pass it, the rest of train (``T - m``); with
-  ``K`` in flight, the children that wait on one parent are judged together, ``K`` to a gate
-  (:mod:`optimizer.gepa.stacking`). ``p`` is the sample children's: ``(passed + 1) / (n + 2)``
-  of ``n`` that beat the baseline on the sample seeds (1/2 with none).
+  winner's ``H``, its selection on val) over what a proposal costs. One at a time, its child's
+  minibatch gate (``m``) and, for the share ``p`` of children that pass it, the rest of train
+  (``T - m``); ``p`` is the sample children's, ``(passed + 1) / (n + 2)`` of ``n`` that beat the
+  baseline on the sample seeds (1/2 with none). With ``K`` in flight, the children written
+  together are stacked and scored on train once (:mod:`optimizer.gepa.stacking`): ``T / K``
+  each. A stack no better than its base costs each child's own gate as well; stacks are
+  assumed better (they add ``K`` fixes at once), so a search whose stacks fail makes fewer
+  proposals than planned, and takes less of the reflection model's time.
 - **reflection calls and tokens, dollars**: the sample proposals' means, once per proposal;
   the student's tokens and dollars, the sample rollouts' means, once per container call;
   both models priced by one table (:mod:`transport.pricing`), ``None`` where unknown.
@@ -36,7 +39,17 @@ from dataclasses import asdict, dataclass
 
 from optimizer.runtime.accounts.plan import RunPlan
 
-__all__ = ["ACCEPTED", "Figure", "Forecast", "Samples", "forecast", "pass_share", "parallel_slots"]
+__all__ = [
+    "ACCEPTED",
+    "Figure",
+    "Forecast",
+    "Run",
+    "Samples",
+    "forecast",
+    "parallel_slots",
+    "pass_share",
+    "rollouts_per_proposal",
+]
 
 ACCEPTED = 0.5  # the share of children assumed to pass their gate with no sample child scored
 OVERHEAD_S = 0.5  # reading the program, writing the evidence
@@ -110,6 +123,13 @@ def pass_share(samples: Samples) -> float:
     return (samples.passed + 1) / (samples.children + 2)
 
 
+def rollouts_per_proposal(samples: Samples, minibatch: int, train: int, in_flight: int) -> float:
+    """What one proposal costs the search in rollouts (module docstring)."""
+    if in_flight <= 1:
+        return minibatch + pass_share(samples) * (train - minibatch)
+    return train / in_flight
+
+
 @dataclass(frozen=True)
 class Run:
     """The sizes of the run the figures are made of."""
@@ -131,10 +151,9 @@ class Run:
 def forecast(samples: Samples, plan: RunPlan, run: Run) -> Forecast:
     """The figures of ``run`` under ``plan`` (module docstring)."""
     m, t, k = min(run.minibatch, len(plan.train)), len(plan.train), max(run.in_flight, 1)
-    share = pass_share(samples)
     if plan.search:
         calls = float(run.limit)
-        proposals = run.search_calls(plan) * k / (m + share * (t - m))
+        proposals = run.search_calls(plan) / rollouts_per_proposal(samples, m, t, k)
         limited = "metric calls"
     else:  # the baseline alone, and the one proposal a budget too small to search still writes
         calls, proposals, limited = float(t + len(plan.holdout)), 1.0, "no search"
@@ -170,9 +189,14 @@ def _figures(
         ),
         proposals=Figure(
             round(proposals, 1),
-            f"a proposal's child costs its {m}-seed gate and, {pass_share(samples):.0%} of the "
-            f"time ({passed}), {t - m} train rollouts more; {run.in_flight} in flight are "
-            "judged together",
+            f"{rollouts_per_proposal(samples, m, t, run.in_flight):.1f} rollouts each: "
+            + (
+                f"the {run.in_flight} written at once are stacked and scored on the {t} train "
+                "seeds once (a stack is assumed better than its base)"
+                if run.in_flight > 1
+                else f"a child costs its {m}-seed gate and, {pass_share(samples):.0%} of the "
+                f"time ({passed}), {t - m} train rollouts more"
+            ),
         ),
         reflection_calls=Figure(
             round(proposals * samples.reflection_calls),
@@ -218,11 +242,10 @@ def _wall(samples: Samples, run: Run, plan: RunPlan, calls: float, proposals: fl
     if not plan.search:
         return samples.startup_s + OVERHEAD_S + rounds(t) + writing + final
     search_calls = max(0.0, calls - (run.limit - run.search_calls(plan)))
-    judging = rounds(m) + pass_share(samples) * rounds(t - m)
     # One at a time, a child is judged before the next proposal is asked for; with several in
     # flight, children are judged in the background while their workers write again.
-    one_by_one = proposals * (writing + judging)
-    overlapped = proposals * writing / k + judging
+    one_by_one = proposals * (writing + rounds(m) + pass_share(samples) * rounds(t - m))
+    overlapped = proposals * writing / k + rounds(t)
     search = max(one_by_one if k == 1 else overlapped, search_calls * latency / slots)
     return samples.startup_s + OVERHEAD_S + rounds(t) + search + final
 
