@@ -35,6 +35,7 @@ from optimizer.service.manager import RunManager
 from optimizer.service.openapi import openapi_spec
 from optimizer.service.origin import LOOPBACK_HOSTS, SameOrigin
 from optimizer.service.pages import STATIC, index_page, run_page
+from optimizer.service.plans import plan_routes
 from optimizer.service.policy import RunPolicy
 from optimizer.service.sse import StreamSettings
 from optimizer.service.sweeps import sweep_routes
@@ -101,6 +102,7 @@ def create_app(
         routes=[
             *api_routes(),
             *sweep_routes(),
+            *plan_routes(),
             Route("/openapi.json", _openapi, methods=["GET"]),
             Route("/", index_page, methods=["GET"]),
             Route("/runs/{run_id}", run_page, methods=["GET"]),

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from optimizer.service.api import CreateRun
+from optimizer.service.plans import plan_openapi_paths
 from optimizer.service.sweeps import sweep_openapi_paths
 from schemas import CandidateRecord, Event, RolloutRecord, RunConfig, TrialView
 
@@ -109,6 +110,7 @@ def _paths() -> dict[str, Any]:
         **_rollout_paths(),
         **_output_paths(),
         **sweep_openapi_paths(),
+        **plan_openapi_paths(),
     }
 
 

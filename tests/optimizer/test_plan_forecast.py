@@ -93,6 +93,7 @@ def test_a_one_at_a_time_container_and_a_budget_too_small_to_search() -> None:
     small = RunPlan(TRAIN[:4], HOLDOUT[:4], search=False)
     f = forecast(_samples(), small, Run(8, 4, 4, 8))
     assert f.limited_by == "no search" and f.container_calls.value == 8
+    assert "the baseline alone" in f.container_calls.assumption
     assert f.proposals.value == 1.0
     assert pass_share(_samples(children=0)) == 0.5
 

@@ -185,7 +185,10 @@ def _figures(
         container_calls=Figure(
             round(calls),
             f"the whole budget of {run.limit} metric calls is spent (an upper bound when a "
-            f"stop condition ends the search sooner){cap}",
+            f"stop condition ends the search sooner){cap}"
+            if plan.search
+            else f"the baseline alone: {run.limit} metric calls are too few to search "
+            f"({'; '.join(plan.skipped)})",
         ),
         proposals=Figure(
             round(proposals, 1),
@@ -224,7 +227,7 @@ def _figures(
 def _priced(what: str, each: float | None) -> str:
     if each is None:
         return "unknown: no price for the model (give one with --prices)"
-    return f"${each:.6g} per {what}, the samples' mean, priced by the price table"
+    return f"${each:.6g} per {what}, the samples' mean"
 
 
 def _wall(samples: Samples, run: Run, plan: RunPlan, calls: float, proposals: float) -> float:
