@@ -112,3 +112,39 @@ async def test_the_evidence_has_every_candidates_objectives_and_a_chart(tmp_path
     stored = json.loads((result.evidence_dir / "evidence.json").read_text())
     assert stored["usage"]["student"]["cost_usd"] > 0  # priced from its tokens
     assert stored["usage"]["student"]["cost_unknown"] == 0
+
+
+async def test_max_cost_usd_caps_the_student_and_the_reflection_model_together(
+    tmp_path: Path,
+) -> None:
+    """The student's dollars come from its tokens (the container reports no cost); each
+    proposal costs $0.0001. Apart, neither reaches the cap; together they do."""
+    from dataclasses import replace
+
+    from proposer import ProposalRequest
+
+    proposer = detail_proposer()
+    plain = proposer.propose
+
+    async def priced(request: ProposalRequest):  # type: ignore[no-untyped-def]
+        proposal = await plain(request)
+        usage = proposal.usage.model_copy(update={"cost_usd": 0.0001})
+        proposer.total_usage = proposer.total_usage.model_copy(
+            update={"cost_usd": proposer.total_usage.cost_usd + 0.0001}
+        )
+        return replace(proposal, usage=usage)
+
+    proposer.propose = priced  # type: ignore[method-assign]
+    cap = 0.0004
+    async with PricedContainer().client() as http:
+        result = await run_optimization(
+            RunConfig(**{**SETTINGS, "max_cost_usd": cap}),
+            workspace=tmp_path / "capped",
+            proposer=proposer,
+            http=http,
+        )
+    usage = result.evidence["usage"]
+    student, reflection = usage["student"]["cost_usd"], usage["proposer"]["cost_usd"]
+    assert "cost budget reached" in (result.evidence["stop_reason"] or "")
+    assert student < cap and reflection < cap and student + reflection >= cap
+    assert usage["total_cost_usd"] == pytest.approx(student + reflection)
