@@ -259,7 +259,7 @@ def _wall_note(samples: Samples, run: Run) -> str:
     return (
         f"a rollout takes {samples.latency_s:.2f} s and {slots:g} run at once; a proposal "
         f"takes {writing} with {run.in_flight} written at once"
-        + (" (children judged while the next are written)" if run.in_flight > 1 else "")
+        + (" (stacks judged while the next are written)" if run.in_flight > 1 else "")
         + f"; the search waits on the slower of the two; starting the process took "
         f"{samples.startup_s:.1f} s"
     )
