@@ -233,19 +233,9 @@ def checkout_env(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": os.pathsep.join(path)}
 
 
-def run_ours(arena: Arena, in_flight: int, workdir: Path, method: str = "gepa") -> Result:
-    """``gepa-runtime optimize run --method METHOD`` with ``in_flight`` proposals, in a fresh
-    workspace; the contestant is ``ours-N`` for GEPA and ``mipro-N`` for MIPRO."""
-    name = f"{'ours' if method == 'gepa' else method}-{in_flight}"
-    workspace = workdir / name
-    budget = arena.gepa_budget + 2 * arena.holdout
-    cmd = [
-        str(ROOT / ".venv" / "bin" / "gepa-runtime"),
-        "optimize",
-        "run",
-        "--quiet",
-        "--workspace",
-        str(workspace),
+def our_flags(arena: Arena, in_flight: int, method: str = "gepa") -> list[str]:
+    """The run-config flags of ``ours-N`` in ``arena`` (``optimize run``'s and ``plan``'s)."""
+    return [
         "--container",
         arena.container,
         "--reflection-model",
@@ -263,11 +253,28 @@ def run_ours(arena: Arena, in_flight: int, workdir: Path, method: str = "gepa") 
         "--seed",
         str(arena.seed),
         "--max-metric-calls",
-        str(budget),
+        str(arena.gepa_budget + 2 * arena.holdout),
         "--method",
         method,
         *arena.ours_extra,
         *arena.ours_flags,
+    ]
+
+
+def run_ours(arena: Arena, in_flight: int, workdir: Path, method: str = "gepa") -> Result:
+    """``gepa-runtime optimize run --method METHOD`` with ``in_flight`` proposals, in a fresh
+    workspace; the contestant is ``ours-N`` for GEPA and ``mipro-N`` for MIPRO."""
+    name = f"{'ours' if method == 'gepa' else method}-{in_flight}"
+    workspace = workdir / name
+    budget = arena.gepa_budget + 2 * arena.holdout
+    cmd = [
+        str(ROOT / ".venv" / "bin" / "gepa-runtime"),
+        "optimize",
+        "run",
+        "--quiet",
+        "--workspace",
+        str(workspace),
+        *our_flags(arena, in_flight, method),
     ]
     arena.reset()
     started, t0 = time.time(), time.monotonic()

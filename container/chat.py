@@ -82,10 +82,13 @@ class ChatTarget:
         )
         text = (response.choices[0].message.content or "") if response.choices else ""
         usage = response.usage
+        details = getattr(usage, "prompt_tokens_details", None) if usage else None
         return AgentResult(
             output=text.strip(),
             input_tokens=usage.prompt_tokens if usage else 0,
             output_tokens=usage.completion_tokens if usage else 0,
+            cached_input_tokens=getattr(details, "cached_tokens", None) or 0,
+            model=candidate.model or self.model,
             messages=[*messages, {"role": "assistant", "content": text}],
         )
 

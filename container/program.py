@@ -78,6 +78,7 @@ def build_served_program(
             for name, text in target.baseline.items()
         ],
         seeds=split.to_seeds(),
+        objectives=target.declared_objectives(),
         metadata=_metadata(target, len(data), scorer.name, warnings),
     )
     return ServedProgram(

@@ -35,6 +35,9 @@ class AgentResult(BaseModel):
     cost_usd: float | None = Field(default=None, ge=0)
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
+    # Of input_tokens, those the provider served from its prompt cache (billed at a discount).
+    cached_input_tokens: int | None = Field(default=None, ge=0)
+    model: str | None = None  # the student model that answered: the optimizer prices its tokens
     metadata: dict[str, Any] | None = None
     trace: Trace | None = None
     messages: list[dict[str, Any]] | None = None

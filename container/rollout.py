@@ -70,7 +70,9 @@ async def _run(
         usage=Usage(
             input_tokens=result.input_tokens or 0,
             output_tokens=result.output_tokens or 0,
+            cached_input_tokens=result.cached_input_tokens or 0,
             cost_usd=result.cost_usd or 0.0,
+            model=result.model,
             latency_ms=result.latency_ms if result.latency_ms is not None else measured_ms,
         ),
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from container.prompts import load_components, prompt_source
-from schemas import COMPONENT_KINDS, PromptTemplate, UserError
+from schemas import COMPONENT_KINDS, Objective, PromptTemplate, UserError
 from schemas.template import DEMOS_COMPONENT, SYSTEM_COMPONENT
 
 __all__ = [
@@ -56,6 +56,16 @@ class Target:
     template: PromptTemplate | None = None
     # The prompt file or registry URI the baseline was read from, as given (``None``: text).
     baseline_source: str | None = None
+    # The verifier's metrics by name with their direction, for GET /program (default: maximised).
+    objectives: Mapping[str, str] = field(default_factory=dict)
+
+    def declared_objectives(self) -> list[str | Objective]:
+        """``GET /program``'s ``objectives``: ``reward``, then each declared metric."""
+        declared = [
+            Objective.model_validate({"name": n, "direction": d})
+            for n, d in self.objectives.items()
+        ]
+        return ["reward", *declared]
 
     @property
     def component_names(self) -> tuple[str, ...]:
@@ -126,6 +136,7 @@ def optimize(
     component: str = DEFAULT_COMPONENT,
     version: str = "",
     registry: Registry | None = None,
+    objectives: Mapping[str, str] | None = None,
 ) -> Callable[[TargetFn], TargetFn]:
     """Register the decorated function as an optimization target and return it unchanged.
 
@@ -140,6 +151,9 @@ def optimize(
     dict; ``dataset`` is the default ``--dataset``. Relative paths are resolved against the
     decorated function's file when they exist there. ``version`` is folded into the program
     fingerprint: bump it when something outside the code (e.g. the student model) changes.
+    ``objectives`` names the verifier's metrics (``Score(metrics=...)``) that are minimised,
+    or maximised, as ``{"toxicity": "minimize"}``: the optimizer's ``--select best-under``
+    can bound them (cost, latency and prompt length it measures itself).
     """
     if not id or not isinstance(id, str):
         raise UserError("@optimize needs a non-empty string id=")
@@ -147,6 +161,7 @@ def optimize(
         raise UserError(
             f"@optimize(id={id!r}) has kind={kind!r}; allowed kinds: {', '.join(COMPONENT_KINDS)}"
         )
+    declared = _objectives(id, objectives)
     template = baseline if isinstance(baseline, PromptTemplate) else None
     fixed: dict[str, str] | None = None  # a template's or a mapping's, checked now
     if template is not None:
@@ -176,6 +191,7 @@ def optimize(
             module=getattr(fn, "__module__", "") or "",
             template=template,
             baseline_source=None if source is None else str(baseline),
+            objectives=declared,
         )
         (registry or default_registry).register(target)
         fn.__gepa_target__ = target  # type: ignore[attr-defined]
@@ -202,6 +218,18 @@ def clear_optimization_targets() -> None:
 def is_async_callable(fn: Any) -> bool:
     """True for an ``async def`` function or an object whose ``__call__`` is one."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _objectives(target_id: str, objectives: Mapping[str, str] | None) -> dict[str, str]:
+    """``objectives=`` checked: metric names to ``maximize`` or ``minimize``."""
+    out = dict(objectives or {})
+    bad = {n: d for n, d in out.items() if d not in ("maximize", "minimize") or n == "reward"}
+    if bad:
+        raise UserError(
+            f"@optimize(id={target_id!r}) objectives={bad!r}: give each metric's name (not "
+            "'reward', always maximised) and 'maximize' or 'minimize'"
+        )
+    return out
 
 
 def _components(target_id: str, baseline: Any, component: str) -> dict[str, str]:

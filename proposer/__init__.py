@@ -28,7 +28,6 @@ from proposer.client import (
 )
 from proposer.external import ExternalConfig, ExternalProposer
 from proposer.instructions import InstructionRequest, InstructionSet, TaskExample
-from proposer.pricing import PRICES, Price, price_for
 from proposer.proposer import Proposer
 from proposer.types import (
     CandidateView,
@@ -40,6 +39,7 @@ from proposer.types import (
     ProposalRequest,
     ProposerConfig,
 )
+from transport.pricing import PRICES, Price, price_for
 
 __all__ = [
     "PRICES",

@@ -28,13 +28,13 @@ from typing import Any, NoReturn
 
 import httpx
 
-from proposer.pricing import cost_usd, price_for
 from proposer.types import ProposerConfig
 from schemas.config import RunConfig
 from schemas.exceptions import ProposerError, UserError
 from schemas.usage import ModelUsage
 from transport.chat_client import open_chat_completions
 from transport.chat_http import ChatAPIError, ChatConnectionError, ChatStatusError, ChatTimeout
+from transport.pricing import PriceTable, cost_usd
 from transport.routing import (
     OPENROUTER_URL,
     ModelRoute,
@@ -194,7 +194,11 @@ class ModelClient:
         # Short keys too: only error messages go through it, never stored data.
         self._scrubber = Scrubber([key] if key else [], min_chars=4)
         self._config = config
-        self._price = None if self.endpoint.local else price_for(self.endpoint.model)
+        table = PriceTable(config.prices)
+        # The routed name first (as the user wrote it), then the name sent on the wire.
+        self._price = table.price(config.model, local=self.endpoint.local) or table.price(
+            self.endpoint.model, local=self.endpoint.local
+        )
         self._reasoning = bool(_REASONING.match(self.endpoint.model.rsplit("/", 1)[-1]))
         headers = {"X-Title": "gepa-runtime"} if self.endpoint.base_url == OPENROUTER_URL else None
         self._client = open_chat_completions(
@@ -213,7 +217,8 @@ class ModelClient:
 
     @property
     def cost_known(self) -> bool:
-        """Whether the price table knows this model (never for local endpoints)."""
+        """Whether the price table knows this model (a local endpoint's only when the user
+        priced it: ``RunConfig.prices``)."""
         return self._price is not None
 
     async def chat(
@@ -289,24 +294,49 @@ class ModelClient:
         )
         # Some servers omit usage or its counts (``"usage": {}``): estimate the missing ones
         # at ~4 characters per token.
-        usage = _get(response, "usage")
-        tokens_in = _get(usage, "prompt_tokens")
-        tokens_out = _get(usage, "completion_tokens")
-        if not isinstance(tokens_in, int):
+        tokens_in, tokens_out, cached = reported_tokens(_get(response, "usage"))
+        if tokens_in is None:
             tokens_in = sum(len(str(m.get("content") or "")) for m in messages) // 4
-        if not isinstance(tokens_out, int):
+        if tokens_out is None:
             tokens_out = (len(content) + sum(len(c.arguments) for c in calls)) // 4
         usage = ModelUsage(
             calls=1,
             input_tokens=tokens_in,
             output_tokens=tokens_out,
-            cost_usd=cost_usd(self._price, tokens_in, tokens_out),
+            cached_input_tokens=cached,
+            cost_usd=cost_usd(self._price, tokens_in, tokens_out, cached) or 0.0,
         )
         return ChatReply(content, calls, _get(choice, "finish_reason") or "stop", usage)
 
     async def aclose(self) -> None:
         """Close the underlying HTTP connections."""
         await self._client.aclose()
+
+
+def reported_tokens(usage: Any) -> tuple[int | None, int | None, int]:
+    """``(prompt, completion, cached prompt)`` tokens of a completion's ``usage``, as OpenAI
+    counts them (the prompt includes the cached part); ``None`` for a count not reported.
+
+    OpenAI, OpenRouter, Gemini's and Anthropic's OpenAI-compatible endpoints report
+    ``prompt_tokens`` / ``completion_tokens`` and the cached part in
+    ``prompt_tokens_details.cached_tokens``; Anthropic's own usage (``input_tokens``, without
+    ``cache_read_input_tokens`` and ``cache_creation_input_tokens``), which a LiteLLM proxy may
+    pass on, is folded into the same three counts.
+    """
+    prompt = _count(_get(usage, "prompt_tokens"))
+    completion = _count(_get(usage, "completion_tokens"))
+    cached = _count(_get(_get(usage, "prompt_tokens_details"), "cached_tokens")) or 0
+    read = _count(_get(usage, "cache_read_input_tokens")) or 0
+    if prompt is None and (native := _count(_get(usage, "input_tokens"))) is not None:
+        prompt = native + read + (_count(_get(usage, "cache_creation_input_tokens")) or 0)
+        cached = read
+    if completion is None:
+        completion = _count(_get(usage, "output_tokens"))
+    return prompt, completion, max(cached, read) if prompt is not None else 0
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _get(value: Any, name: str) -> Any:

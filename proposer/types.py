@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.config import RunConfig
+from schemas.config import ModelPrice, RunConfig
 from schemas.exceptions import UserError
 from schemas.usage import ModelUsage
 from transport.routing import ENDPOINT_KINDS
@@ -155,6 +155,8 @@ class ProposerConfig:
     seed: int | None = None  # sent to endpoints that support sampling seeds (OpenAI, llama.cpp)
     # "local", "hosted" or "auto" (by base_url): a local model's echo is asked for once more.
     endpoint: str = "auto"
+    # The user's prices over the built-in table (transport.pricing), by model name.
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -188,4 +190,5 @@ class ProposerConfig:
             max_retries=cfg.max_retries,
             seed=cfg.seed,
             endpoint=cfg.reflection_endpoint,
+            prices=cfg.prices,
         )

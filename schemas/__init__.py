@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemas.config import AUTO_LEVELS, BranchOf, RunConfig
+from schemas.config import AUTO_LEVELS, BranchOf, ModelPrice, RunConfig
 from schemas.exceptions import (
     ActionRefused,
     BudgetExhausted,
@@ -34,9 +34,11 @@ from schemas.protocol import (
     WIRE_MODELS,
     Component,
     ComponentKind,
+    Direction,
     ErrorBody,
     ErrorDetail,
     Health,
+    Objective,
     Policy,
     Program,
     RolloutRequest,
@@ -63,6 +65,7 @@ from schemas.records import (
     policy_key,
 )
 from schemas.scoring import Metric, Score
+from schemas.select import SelectRule, parse_select
 from schemas.steering import ACTIONS, Action
 from schemas.template import (
     DEMOS_COMPONENT,
@@ -107,13 +110,16 @@ __all__ = [
     "ComponentKind",
     "ContainerError",
     "ContainerUnavailable",
+    "Direction",
     "ErrorBody",
     "ErrorDetail",
     "Event",
     "GepaError",
     "Health",
     "InvalidRollout",
+    "ModelPrice",
     "ModelUsage",
+    "Objective",
     "Origin",
     "Phase",
     "Policy",
@@ -131,6 +137,7 @@ __all__ = [
     "RunLeased",
     "RunRecord",
     "RunStatus",
+    "SelectRule",
     "Seeds",
     "Trace",
     "Trial",
@@ -144,6 +151,7 @@ __all__ = [
     "content_hash",
     "json_schemas",
     "parse_rollout",
+    "parse_select",
     "policy_key",
 ]
 

@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-__all__ = ["AUTO_LEVELS", "BranchOf", "RunConfig"]
+from schemas.select import SelectRule, parse_select
+
+__all__ = ["AUTO_LEVELS", "BranchOf", "ModelPrice", "RunConfig"]
 
 AUTO_LEVELS = ("light", "medium", "heavy")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -27,6 +29,17 @@ class BranchOf(BaseModel):
 
     run_id: str = Field(min_length=1)
     candidate_id: str = Field(min_length=1)
+
+
+class ModelPrice(BaseModel):
+    """The user's price of one model, USD per million tokens (``RunConfig.prices``);
+    ``cached_input`` unset bills cached prompt tokens at the ``input`` price."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
 
 
 class RunConfig(BaseModel):
@@ -61,6 +74,12 @@ class RunConfig(BaseModel):
     max_metric_calls: int | None = Field(default=None, ge=1)
     auto: Literal["light", "medium", "heavy"] | None = None
     max_cost_usd: float | None = Field(default=None, gt=0)
+    # Prices on top of the built-in table (transport.pricing), by model name: the student's
+    # and the reflection model's dollars, and --max-cost-usd, use them.
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    # What the winner is chosen by (schemas.select): best, cheapest-within:DELTA or
+    # best-under:cost=USD|latency=MS|tokens=N.
+    select: str = "best"
     # Search.
     concurrency: int = Field(default=4, ge=1, le=512)
     minibatch_size: int = Field(default=4, ge=1)
@@ -137,6 +156,15 @@ class RunConfig(BaseModel):
                 f"{bad[0]!r} is not an environment variable name: give names (NAME), not values"
             )
         return names
+
+    @field_validator("select")
+    @classmethod
+    def _select_rule(cls, spec: str) -> str:
+        return str(parse_select(spec))  # ValueError names the fix
+
+    def select_rule(self) -> SelectRule:
+        """``select`` parsed."""
+        return parse_select(self.select)
 
     @model_validator(mode="after")
     def _one_source(self) -> RunConfig:

@@ -18,10 +18,18 @@ model and never sees the container's keys; the container never calls the reflect
 ``kind`` is one of ``prompt``, ``tool_description``, ``router_prompt``, ``retrieval_prompt``,
 ``agent``. A candidate maps every component name to its text.
 
+``objectives`` names what the rollouts' ``objectives`` maps report, each a name (maximised)
+or ``{"name": "toxicity", "direction": "minimize"}``. The optimizer measures three more on
+every rollout without the container's help (``cost_usd``, ``latency_ms``, ``prompt_tokens``,
+all minimised: :mod:`optimizer.runtime.accounts.objectives`); those names are reserved.
+
 ``POST /rollout`` with ``{"run_id", "candidate_id", "candidate": {"system_prompt": "..."},
 "seed": "b77-train-0001", "policy": {"model": null}, "return_trace": true}`` ->
 ``{"reward", "objectives", "output", "feedback", "trace": {"messages", "tool_calls", "events"},
-"usage": {"input_tokens", "output_tokens", "cost_usd", "latency_ms"}, "error"}``.
+"usage": {"input_tokens", "output_tokens", "cached_input_tokens", "cost_usd", "latency_ms",
+"model"}, "error"}``. ``usage`` is the student's: ``input_tokens`` counts every prompt token,
+``cached_input_tokens`` the part the provider served from its prompt cache, ``model`` the
+student model that answered (priced by the optimizer's table when ``cost_usd`` is 0).
 
 Status codes:
 
@@ -61,9 +69,11 @@ __all__ = [
     "PROTOCOL",
     "Component",
     "ComponentKind",
+    "Direction",
     "ErrorBody",
     "ErrorDetail",
     "Health",
+    "Objective",
     "Policy",
     "Program",
     "RolloutRequest",
@@ -85,6 +95,7 @@ COMPONENT_KINDS: tuple[str, ...] = (
     "agent",
 )
 DEFAULT_REWARD_RANGE: tuple[float, float] = (0.0, 1.0)
+Direction = Literal["maximize", "minimize"]
 
 
 class WireModel(BaseModel):
@@ -117,6 +128,18 @@ class Seeds(WireModel):
     holdout: list[str] = Field(default_factory=list)
 
 
+class Objective(WireModel):
+    """One objective a container reports in its rollouts' ``objectives``, and which way is
+    better. ``GET /program`` may list a plain name instead: maximised."""
+
+    name: str = Field(min_length=1)
+    direction: Direction = "maximize"
+
+
+def _reward_only() -> list[str | Objective]:
+    return ["reward"]
+
+
 class Program(WireModel):
     """Body of ``GET /program``: what can be optimized and on which seeds.
 
@@ -131,7 +154,7 @@ class Program(WireModel):
     description: str = ""
     components: list[Component] = Field(min_length=1)
     seeds: Seeds
-    objectives: list[str] = Field(default_factory=lambda: ["reward"])
+    objectives: list[str | Objective] = Field(default_factory=_reward_only)
     metadata: dict[str, Any] = Field(default_factory=dict)
     reward_range: tuple[float, float] = Field(
         default=DEFAULT_REWARD_RANGE,
@@ -151,6 +174,16 @@ class Program(WireModel):
     def baseline(self) -> dict[str, str]:
         """The baseline candidate: every component name mapped to its baseline text."""
         return {c.name: c.text for c in self.components}
+
+    def directions(self) -> dict[str, Direction]:
+        """Every declared objective by name with its direction (a plain name is maximised);
+        ``reward`` is always there, maximised."""
+        out: dict[str, Direction] = {"reward": "maximize"}
+        for item in self.objectives:
+            spec = Objective(name=item) if isinstance(item, str) else item
+            if spec.name != "reward":
+                out[spec.name] = spec.direction
+        return out
 
 
 class Policy(WireModel):
@@ -187,12 +220,18 @@ Count = Annotated[int, BeforeValidator(_whole)]
 
 
 class Usage(WireModel):
-    """Student-side usage of one rollout; on the wire every field is finite and >= 0."""
+    """Student-side usage of one rollout; on the wire every number is finite and >= 0."""
 
     input_tokens: Count = 0
     output_tokens: Count = 0
+    cached_input_tokens: Count = Field(
+        default=0, description="of input_tokens, those served from the provider's prompt cache"
+    )
     cost_usd: float = Field(default=0.0, description="dollars, >= 0 (counted by --max-cost-usd)")
     latency_ms: float = 0.0
+    model: str | None = Field(
+        default=None, description="the student model that answered, priced when cost_usd is 0"
+    )
 
 
 class RolloutResponse(WireModel):
@@ -266,7 +305,7 @@ def _range_problems(response: RolloutResponse, reward_range: tuple[float, float]
     for name, value in response.objectives.items():
         if not math.isfinite(value):
             problems.append(f"objectives.{name} is {value!r}: send a finite number")
-    for name in Usage.model_fields:  # its attributes: no dump per rollout
+    for name in USAGE_NUMBERS:  # its attributes: no dump per rollout
         value = getattr(response.usage, name)
         if not (math.isfinite(value) and value >= 0):
             problems.append(
@@ -275,6 +314,8 @@ def _range_problems(response: RolloutResponse, reward_range: tuple[float, float]
             )
     return problems
 
+
+USAGE_NUMBERS = ("input_tokens", "output_tokens", "cached_input_tokens", "cost_usd", "latency_ms")
 
 WIRE_MODELS: dict[str, type[BaseModel]] = {
     "Health": Health,

@@ -24,6 +24,7 @@ class ModelUsage(BaseModel):
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0  # of input_tokens, those the provider's prompt cache served
     cost_usd: float = 0.0
     usage_unknown: int = 0
     cost_unknown: int = 0
@@ -33,6 +34,7 @@ class ModelUsage(BaseModel):
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
             usage_unknown=self.usage_unknown + other.usage_unknown,
             cost_unknown=self.cost_unknown + other.cost_unknown,

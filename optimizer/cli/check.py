@@ -21,10 +21,10 @@ from pathlib import Path
 from optimizer.cli.flags import (
     CONTAINER_FIELDS,
     add_container_flags,
-    add_workspace_flag,
     config_from_args,
     config_overrides,
 )
+from optimizer.cli.workspace_flag import add_workspace_flag
 from optimizer.regression import (
     CheckResult,
     CheckSpec,

@@ -17,10 +17,9 @@ from typing import Any
 
 from optimizer.cli.flags import (
     add_config_flags,
-    add_workspace_flag,
     config_overrides,
-    open_workspace,
 )
+from optimizer.cli.workspace_flag import add_workspace_flag, open_workspace
 from optimizer.runtime.lifecycle.branch import create_branch
 from optimizer.runtime.results.compare import compare_lines
 from optimizer.runtime.results.why import why_lines

@@ -9,10 +9,12 @@ whose env var is set) reach the config, so a resumed run is not overridden by de
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,17 +22,14 @@ from pydantic import ValidationError
 from optimizer.runtime.tracking import URI_ENVS
 from schemas import RunConfig, UserError
 from schemas.env import config_env, read_env
-from workspace import DatabaseURL, Workspace, resolve_workspace
 
 __all__ = [
     "CONTAINER_FIELDS",
     "FLAGS",
     "add_config_flags",
     "add_container_flags",
-    "add_workspace_flag",
     "config_from_args",
     "config_overrides",
-    "open_workspace",
 ]
 
 
@@ -71,6 +70,24 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
+
+
+def _prices(text: str) -> dict[str, Any]:
+    """``--prices``: a JSON file, or the JSON itself, of model -> prices per million tokens."""
+    source = text.strip()
+    try:
+        if not source.startswith("{"):
+            source = Path(source).expanduser().read_text(encoding="utf-8")
+        data = json.loads(source)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read the prices file {text!r}: {exc}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"the prices are not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError(
+            'give a JSON object: {"MODEL": {"input": 0.15, "output": 0.6, "cached_input": 0.075}}'
+        )
+    return data
 
 
 FLAGS: tuple[Flag, ...] = (
@@ -128,6 +145,21 @@ FLAGS: tuple[Flag, ...] = (
         choices=("light", "medium", "heavy"),
     ),
     Flag("--max-cost-usd", "max_cost_usd", "budget: student + proposer dollars", _finite),
+    Flag(
+        "--prices",
+        "prices",
+        "model prices over the built-in table, USD per million tokens, for the student's and "
+        'the reflection model\'s dollars: a JSON file or JSON, {"MODEL": {"input": 0.15, '
+        '"output": 0.6, "cached_input": 0.075}} (a local model is priced only here)',
+        _prices,
+    ),
+    Flag(
+        "--select",
+        "select",
+        "what the winner is chosen by: best (default: the highest reward), "
+        "cheapest-within:DELTA (the cheapest within DELTA of the best reward) or "
+        "best-under:cost=USD|latency=MS|tokens=N (the best under a bound; docs/objectives.md)",
+    ),
     Flag("--concurrency", "concurrency", "rollouts in flight (default 4)", int),
     Flag("--minibatch-size", "minibatch_size", "seeds per minibatch gate (default 4)", int),
     Flag(
@@ -319,17 +351,6 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 
-def add_workspace_flag(parser: argparse.ArgumentParser) -> None:
-    """``--workspace DIR|URL`` (env ``GEPA_WORKSPACE``, default ./.gepa)."""
-    parser.add_argument(
-        "--workspace",
-        default=None,
-        metavar="DIR|URL",
-        help="workspace folder (SQLite) or postgresql://USER@HOST:PORT/DBNAME shared by several "
-        "processes (env GEPA_WORKSPACE, default ./.gepa; see docs/postgres.md)",
-    )
-
-
 # Where a task container is and how hard to try it: what a command that only sends rollouts
 # (``check``) takes of the run-config flags.
 CONTAINER_FIELDS = (
@@ -346,23 +367,6 @@ CONTAINER_FIELDS = (
     "retry_base_delay_s",
     "rate_limit_wait_s",
 )
-
-
-def open_workspace(args: argparse.Namespace) -> Workspace:
-    """The ``--workspace`` of a command that reads runs, opened read-only when this process
-    may not write it (a writable one is opened as a writer so that an older schema is
-    migrated); a folder without a workspace is a ``UserError`` naming the fix."""
-    root = resolve_workspace(args.workspace)
-    if isinstance(root, DatabaseURL):  # a shared server: opened as a writer (it migrates)
-        return Workspace(root)
-    db = root / "workspace.sqlite"
-    if not db.is_file():
-        raise UserError(
-            f"no workspace at {root} (no workspace.sqlite): pass --workspace DIR (or GEPA_WORKSPACE), "
-            "or create a run with `gepa-runtime optimize create ...`"
-        )
-    writable = os.access(root, os.W_OK) and os.access(db, os.W_OK)
-    return Workspace(root, readonly=not writable)
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:

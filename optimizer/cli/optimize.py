@@ -1,5 +1,6 @@
 """``gepa-runtime optimize create | dry-run | run``: create, check and run optimizations.
 
+``plan`` predicts what a run will spend from a few samples (:mod:`optimizer.cli.plan`);
 ``create`` checks a run as ``dry-run`` does (:mod:`optimizer.checks.create_check`), copies its
 dataset, splits and verifier files into the workspace
 (:mod:`optimizer.runtime.lifecycle.run_inputs`), stores it and prints the commands that check and
@@ -31,11 +32,12 @@ from urllib.parse import urlencode
 from optimizer.checks.sample_rollouts import SAMPLE_ROLLOUTS
 from optimizer.cli.flags import (
     add_config_flags,
-    add_workspace_flag,
     config_from_args,
     config_overrides,
 )
+from optimizer.cli.plan import add_plan_parser
 from optimizer.cli.sweep import add_sweep_flags, sweep_command
+from optimizer.cli.workspace_flag import add_workspace_flag
 from optimizer.mipro import load_optuna
 from optimizer.runtime.accounts.events import Listener
 from optimizer.runtime.lifecycle.progress import ProgressBar
@@ -62,7 +64,7 @@ OFFLINE_HINT = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register ``optimize`` and its ``create``, ``dry-run`` and ``run`` subcommands."""
+    """Register ``optimize`` and its ``create``, ``dry-run``, ``plan`` and ``run`` subcommands."""
     parser = sub.add_parser("optimize", help="create, check and run optimizations")
     commands = parser.add_subparsers(dest="optimize_command", metavar="SUBCOMMAND", required=True)
     create = commands.add_parser(
@@ -95,6 +97,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     run.add_argument("run_id", nargs="?", default=None, help="run or resume this run")
     run.add_argument("--quiet", action="store_true", help="no progress line")
     add_sweep_flags(run)
+    add_plan_parser(commands, _new_config)
     for command, func in ((create, _create), (dry, _dry_run), (run, _run)):
         add_workspace_flag(command)
         add_config_flags(command)

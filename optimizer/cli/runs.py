@@ -22,8 +22,8 @@ from typing import Any
 
 from optimizer.cli.explore import add_commands as add_explore_commands
 from optimizer.cli.export_prompt import add_prompt_flags, export_prompt
-from optimizer.cli.flags import add_workspace_flag, open_workspace
 from optimizer.cli.steer import add_commands as add_steering_commands
+from optimizer.cli.workspace_flag import add_workspace_flag, open_workspace
 from optimizer.runtime.lifecycle.branch import branches_of
 from optimizer.runtime.results.report import promotion_summary
 from optimizer.service import Digests, candidate_views, run_view, trial_views

@@ -25,7 +25,7 @@ from types import FrameType
 import uvicorn
 
 from container.server_flags import add_server_flags, listen_port
-from optimizer.cli.flags import add_workspace_flag
+from optimizer.cli.workspace_flag import add_workspace_flag
 from optimizer.service import RunManager, RunPolicy, ServiceSettings, create_app
 from optimizer.service.bodies import DEFAULT_MAX_BODY_BYTES
 from optimizer.service.logs import scrub_access_log

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from optimizer.cli.flags import add_workspace_flag
+from optimizer.cli.workspace_flag import add_workspace_flag
 from optimizer.runtime.steering import Steering, record_action
 from schemas import Action, Event, UserError
 from workspace import DatabaseURL, Workspace, resolve_workspace

@@ -36,6 +36,7 @@ from optimizer.service.manager import RunManager
 from optimizer.service.openapi import openapi_spec
 from optimizer.service.origin import LOOPBACK_HOSTS, SameOrigin
 from optimizer.service.pages import STATIC, index_page, run_page
+from optimizer.service.plans import plan_routes
 from optimizer.service.policy import RunPolicy
 from optimizer.service.sse import StreamSettings
 from optimizer.service.steering import steering_routes
@@ -105,6 +106,7 @@ def create_app(
             *steering_routes(),
             *sweep_routes(),
             *explore_routes(),
+            *plan_routes(),
             Route("/openapi.json", _openapi, methods=["GET"]),
             Route("/", index_page, methods=["GET"]),
             Route("/runs/{run_id}", run_page, methods=["GET"]),

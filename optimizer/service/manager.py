@@ -125,6 +125,11 @@ class RunManager:
 
     # queries
 
+    @property
+    def http(self) -> httpx.AsyncClient | None:
+        """The client container requests go through (``None``: each run makes its own)."""
+        return self._http
+
     def is_active(self, run_id: str) -> bool:
         """Whether this service is executing ``run_id`` now."""
         return run_id in self._active

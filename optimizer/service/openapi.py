@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from optimizer.service.api import CreateRun
 from optimizer.service.explore_api import explore_openapi_paths
+from optimizer.service.plans import plan_openapi_paths
 from optimizer.service.steering import steering_openapi_paths
 from optimizer.service.sweeps import sweep_openapi_paths
 from schemas import CandidateRecord, Event, RolloutRecord, RunConfig, TrialView
@@ -113,6 +114,7 @@ def _paths() -> dict[str, Any]:
         **steering_openapi_paths(),
         **sweep_openapi_paths(),
         **explore_openapi_paths(),
+        **plan_openapi_paths(),
     }
 
 

@@ -147,6 +147,6 @@ async def gather(ws: Workspace, manifest: dict[str, Any]) -> Comparison:
                 packet["baseline"]["candidate_id"],
                 packet["best"]["candidate_id"],
             ):
-                latencies += [r.latency_ms for r in ok]
+                latencies += [r.usage.latency_ms or r.latency_ms for r in ok]  # the student's own
         rows.append(model_row(model, run_id, record.status, packet, latencies))
     return compare(rows, outputs, manifest.get("target_score"))

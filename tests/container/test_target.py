@@ -132,3 +132,36 @@ def test_agent_result_validates_fields() -> None:
         AgentResult(output="x", input_tokens=-1)
     with pytest.raises(ValueError, match="ouput"):
         AgentResult.model_validate({"ouput": "typo"})
+
+
+def test_objectives_declare_which_way_metrics_go_in_get_program() -> None:
+    from pathlib import Path
+
+    from container.program import build_served_program
+
+    registry = Registry()
+    optimize(
+        id="weighed",
+        baseline="B",
+        objectives={"toxicity": "minimize", "exact": "maximize"},
+        registry=registry,
+    )(lambda task, candidate: "x")
+    optimize(id="plain", baseline="B", registry=registry)(lambda task, candidate: "x")
+    data = Path(__file__).parent / "fixtures" / "toy.jsonl"
+    program = build_served_program(registry.get("weighed"), dataset=data).program
+    assert program.model_dump(mode="json")["objectives"] == [
+        "reward",
+        {"name": "toxicity", "direction": "minimize"},
+        {"name": "exact", "direction": "maximize"},
+    ]
+    assert program.directions() == {
+        "reward": "maximize",
+        "toxicity": "minimize",
+        "exact": "maximize",
+    }
+    assert build_served_program(registry.get("plain"), dataset=data).program.objectives == [
+        "reward"
+    ]
+    for bad in ({"reward": "maximize"}, {"toxicity": "lower"}):
+        with pytest.raises(UserError, match="'maximize' or 'minimize'"):
+            optimize(id="bad", baseline="B", objectives=bad, registry=registry)

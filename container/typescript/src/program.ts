@@ -58,7 +58,7 @@ export async function buildServedProgram(given: Target, options: ServeOptions = 
       text,
     })),
     seeds: { train: [...splits.train], val: [...splits.val], holdout: [...splits.holdout] },
-    objectives: ["reward"],
+    objectives: ["reward", ...Object.entries(target.objectives).map(([name, direction]) => ({ name, direction }))],
     metadata: metadata(target, dataset.size, verifier.name, warnings),
     reward_range: [0, 1],
   };

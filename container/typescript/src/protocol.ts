@@ -16,6 +16,12 @@ export interface Component {
   text: string;
 }
 
+/** An objective the rollouts report, and which way is better (a plain name is maximised). */
+export interface Objective {
+  name: string;
+  direction: "maximize" | "minimize";
+}
+
 /** Body of `GET /program`. */
 export interface Program {
   protocol: string;
@@ -24,7 +30,7 @@ export interface Program {
   description: string;
   components: Component[];
   seeds: { train: string[]; val: string[]; holdout: string[] };
-  objectives: string[];
+  objectives: (string | Objective)[];
   metadata: Record<string, unknown>;
   /** [low, high]: every reward lies in it (the SDK's verifiers score in [0, 1]). */
   reward_range: [number, number];
@@ -47,7 +53,16 @@ export interface RolloutResponse {
   output: unknown;
   feedback: string;
   trace: { messages: unknown[]; tool_calls: unknown[]; events: unknown[] };
-  usage: { input_tokens: number; output_tokens: number; cost_usd: number; latency_ms: number };
+  usage: {
+    input_tokens: number;
+    output_tokens: number;
+    /** Of `input_tokens`, those the provider served from its prompt cache. */
+    cached_input_tokens: number;
+    cost_usd: number;
+    latency_ms: number;
+    /** The student model that answered: the optimizer prices its tokens (when `cost_usd` is 0). */
+    model: string | null;
+  };
   error: string | null;
 }
 

@@ -15,6 +15,8 @@ import { isPlainObject, pyRepr, typeName } from "./python.js";
 export interface AgentUsage {
   inputTokens?: number;
   outputTokens?: number;
+  /** Of `inputTokens`, those the provider served from its prompt cache (billed at a discount). */
+  cachedInputTokens?: number;
 }
 
 /** What happened inside a rollout, for the reflection model to read. */
@@ -32,13 +34,15 @@ export interface AgentResultInit {
   latencyMs?: number | null;
   costUsd?: number | null;
   usage?: AgentUsage | null;
+  /** The student model that answered: the optimizer prices its tokens. */
+  model?: string | null;
   metadata?: Record<string, unknown> | null;
   trace?: AgentTrace | null;
   /** A shortcut appended to `trace.messages`. */
   messages?: Record<string, unknown>[] | null;
 }
 
-const RESULT_FIELDS = ["output", "traceId", "latencyMs", "costUsd", "usage", "metadata", "trace", "messages"];
+const RESULT_FIELDS = ["output", "traceId", "latencyMs", "costUsd", "usage", "model", "metadata", "trace", "messages"];
 
 /** The outcome of one target call. */
 export class AgentResult {
@@ -47,6 +51,7 @@ export class AgentResult {
   readonly latencyMs: number | null;
   readonly costUsd: number | null;
   readonly usage: Required<AgentUsage>;
+  readonly model: string | null;
   readonly metadata: Record<string, unknown> | null;
   readonly trace: Required<AgentTrace>;
   readonly messages: Record<string, unknown>[];
@@ -58,7 +63,12 @@ export class AgentResult {
     this.traceId = init.traceId ?? null;
     this.latencyMs = init.latencyMs ?? null;
     this.costUsd = init.costUsd ?? null;
-    this.usage = { inputTokens: init.usage?.inputTokens ?? 0, outputTokens: init.usage?.outputTokens ?? 0 };
+    this.usage = {
+      inputTokens: init.usage?.inputTokens ?? 0,
+      outputTokens: init.usage?.outputTokens ?? 0,
+      cachedInputTokens: init.usage?.cachedInputTokens ?? 0,
+    };
+    this.model = init.model ?? null;
     this.metadata = init.metadata ?? null;
     this.trace = {
       messages: init.trace?.messages ?? [],
@@ -146,12 +156,14 @@ function resultProblems(init: object): string[] {
   const problems: string[] = [];
   for (const key of Object.keys(v)) {
     if (!RESULT_FIELDS.includes(key)) {
-      const hint = key === "inputTokens" || key === "outputTokens" ? " (token counts go in usage: {inputTokens, outputTokens})" : "";
+      const tokens = ["inputTokens", "outputTokens", "cachedInputTokens"].includes(key);
+      const hint = tokens ? " (token counts go in usage: {inputTokens, outputTokens, cachedInputTokens})" : "";
       problems.push(`${key}: unknown field${hint}; allowed: ${RESULT_FIELDS.join(", ")}`);
     }
   }
   if (!("output" in v)) problems.push("output: field required");
   if (v["traceId"] != null && typeof v["traceId"] !== "string") problems.push("traceId: must be a string");
+  if (v["model"] != null && typeof v["model"] !== "string") problems.push("model: must be a string");
   for (const key of ["latencyMs", "costUsd"]) {
     if (v[key] != null && !nonNegative(v[key])) problems.push(`${key}: must be a finite number >= 0`);
   }
@@ -173,11 +185,12 @@ function resultProblems(init: object): string[] {
 
 function usageProblems(usage: unknown): string[] {
   if (usage == null) return [];
-  if (!isPlainObject(usage)) return ["usage: must be an object {inputTokens, outputTokens}"];
+  if (!isPlainObject(usage)) return ["usage: must be an object {inputTokens, outputTokens, cachedInputTokens}"];
+  const allowed = ["inputTokens", "outputTokens", "cachedInputTokens"];
   const problems = Object.keys(usage)
-    .filter((k) => k !== "inputTokens" && k !== "outputTokens")
-    .map((k) => `usage.${k}: unknown field; allowed: inputTokens, outputTokens`);
-  for (const key of ["inputTokens", "outputTokens"]) {
+    .filter((k) => !allowed.includes(k))
+    .map((k) => `usage.${k}: unknown field; allowed: ${allowed.join(", ")}`);
+  for (const key of allowed) {
     const n = usage[key];
     if (n != null && !(Number.isInteger(n) && (n as number) >= 0)) problems.push(`usage.${key}: must be an integer >= 0`);
   }

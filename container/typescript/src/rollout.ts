@@ -121,8 +121,10 @@ function usage(result: AgentResult | null, measuredMs: number): RolloutResponse[
   return {
     input_tokens: result?.usage.inputTokens ?? 0,
     output_tokens: result?.usage.outputTokens ?? 0,
+    cached_input_tokens: result?.usage.cachedInputTokens ?? 0,
     cost_usd: result?.costUsd ?? 0,
     latency_ms: result?.latencyMs ?? measuredMs,
+    model: result?.model ?? null,
   };
 }
 

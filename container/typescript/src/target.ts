@@ -54,6 +54,11 @@ export interface OptimizeOptions {
   /** Folded into the program fingerprint: bump it when something outside the code changes. */
   version?: string;
   registry?: Registry;
+  /**
+   * The verifier's metrics that are minimised (or maximised), e.g. `{ toxicity: "minimize" }`:
+   * served in `GET /program`, so the optimizer's `--select best-under` can bound them.
+   */
+  objectives?: Record<string, "maximize" | "minimize">;
 }
 
 /** A target function and everything the container needs to serve it. */
@@ -76,6 +81,8 @@ export interface Target {
   readonly baselineSource: string | null;
   /** The component a registry version's one text becomes. */
   readonly baselineComponent: string;
+  /** Metric name -> direction, as `GET /program` declares them. */
+  readonly objectives: Readonly<Record<string, "maximize" | "minimize">>;
 }
 
 const TARGET = Symbol.for("gepa-container.target");
@@ -140,6 +147,7 @@ export function optimize<F extends TargetFn>(options: OptimizeOptions, fn: F): F
     throw new UserError(`optimize({ id: ${pyRepr(id)} }) has kind ${pyRepr(kind)}; allowed kinds: ${COMPONENT_KINDS.join(", ")}`);
   }
   if (typeof fn !== "function") throw new UserError(`optimize({ id: ${pyRepr(id)} }) needs a target function as its second argument`);
+  const objectives = checkedObjectives(id, options.objectives);
   const template = options.baseline instanceof PromptTemplate ? options.baseline : null;
   const component = options.component ?? DEFAULT_COMPONENT;
   const site = callSite();
@@ -167,10 +175,24 @@ export function optimize<F extends TargetFn>(options: OptimizeOptions, fn: F): F
     template,
     baselineSource: source === null ? null : String(options.baseline),
     baselineComponent: component,
+    objectives: Object.freeze(objectives),
   });
   (options.registry ?? defaultRegistry()).register(target);
   Object.defineProperty(fn, TARGET, { value: target, configurable: true });
   return fn;
+}
+
+/** `objectives` checked: metric names (not `reward`) to `maximize` or `minimize`. */
+function checkedObjectives(id: string, given: unknown): Record<string, "maximize" | "minimize"> {
+  if (given == null) return {};
+  const entries = isPlainObject(given) ? Object.entries(given) : null;
+  const bad = entries === null || entries.some(([n, d]) => n === "reward" || (d !== "maximize" && d !== "minimize"));
+  if (bad) {
+    throw new UserError(
+      `optimize({ id: ${pyRepr(id)} }) objectives: give each metric's name (not 'reward', always maximised) and 'maximize' or 'minimize'`,
+    );
+  }
+  return Object.fromEntries(entries) as Record<string, "maximize" | "minimize">;
 }
 
 /** `target` with its baseline read, when it comes from the prompt registry (else `target`). */

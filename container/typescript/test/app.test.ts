@@ -123,6 +123,7 @@ describe("the HTTP container", () => {
     assert.deepEqual(body.objectives, { reward: 1 });
     assert.equal(body.feedback, "correct: predicted alpha");
     assert.deepEqual(body.usage.input_tokens + body.usage.output_tokens, 6);
+    assert.deepEqual([body.usage.cached_input_tokens, body.usage.model], [0, null]);
     assert.equal(body.usage.cost_usd, 0.001);
     assert.deepEqual(body.trace.events, [
       { type: "task", seed: "ok", input: { input: "alpha" }, expected: "alpha" },

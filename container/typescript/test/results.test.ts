@@ -10,7 +10,10 @@ test("a target may return an AgentResult, a string or a plain object", () => {
   assert.equal(coerceResult("hello", "t").output, "hello");
   const fromObject = coerceResult({ output: { a: 1 }, costUsd: 0.5, traceId: "tr-1", trace: { toolCalls: [{ name: "calc" }] } }, "t");
   assert.deepEqual([fromObject.output, fromObject.costUsd, fromObject.traceId, fromObject.trace.toolCalls], [{ a: 1 }, 0.5, "tr-1", [{ name: "calc" }]]);
-  assert.deepEqual(fromObject.usage, { inputTokens: 0, outputTokens: 0 });
+  assert.deepEqual(fromObject.usage, { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 });
+  assert.equal(fromObject.model, null);
+  const priced = coerceResult({ output: "x", usage: { inputTokens: 9, cachedInputTokens: 4 }, model: "gpt-4o-mini" }, "t");
+  assert.deepEqual([priced.usage.cachedInputTokens, priced.model], [4, "gpt-4o-mini"]);
 });
 
 test("anything else is a UserError naming the type and the shapes allowed", () => {
@@ -24,7 +27,8 @@ test("anything else is a UserError naming the type and the shapes allowed", () =
 
 test("a plain object with bad fields names each field and the fix", () => {
   assert.throws(() => coerceResult({ text: "x" }, "t"), /text: unknown field; allowed: output, .*; output: field required/);
-  assert.throws(() => coerceResult({ output: "x", inputTokens: 3 }, "t"), /token counts go in usage: \{inputTokens, outputTokens\}/);
+  assert.throws(() => coerceResult({ output: "x", inputTokens: 3 }, "t"), /token counts go in usage: \{inputTokens, outputTokens, cachedInputTokens\}/);
+  assert.throws(() => coerceResult({ output: "x", model: 4 }, "t"), /model: must be a string/);
   assert.throws(() => coerceResult({ output: "x", costUsd: -1, usage: { inputTokens: 1.5 } }, "t"), /costUsd: must be a finite number >= 0; usage.inputTokens: must be an integer >= 0/);
   assert.throws(() => new AgentResult({ output: "x", messages: "hi" as never }), /messages: must be a list of plain objects/);
 });

@@ -28,6 +28,18 @@ test("baselines: one component, several, or a PromptTemplate (system_prompt and 
   assert.deepEqual(Object.keys(registry.get("tpl").baseline), ["system_prompt", "demos"]);
 });
 
+test("objectives declare which way a verifier's metrics go", () => {
+  const registry = new Registry();
+  optimize({ id: "o", baseline: "x", objectives: { toxicity: "minimize", exact: "maximize" }, registry }, () => "");
+  assert.deepEqual(registry.get("o").objectives, { toxicity: "minimize", exact: "maximize" });
+  assert.deepEqual(registry.get("o").objectives, { ...registry.get("o").objectives });
+  optimize({ id: "plain", baseline: "x", registry }, () => "");
+  assert.deepEqual(registry.get("plain").objectives, {});
+  for (const bad of [{ reward: "maximize" }, { toxicity: "lower" }, ["toxicity"]]) {
+    assert.throws(() => optimize({ id: "bad", baseline: "x", objectives: bad as never, registry }, () => ""), /objectives: give each metric's name \(not 'reward'/);
+  }
+});
+
 test("mistakes in optimize name the option and the fix", () => {
   const registry = new Registry();
   assert.throws(() => optimize({ id: "k", kind: "essay" as never, baseline: "x", registry }, () => ""), /kind 'essay'; allowed kinds: prompt, tool_description, router_prompt, retrieval_prompt, agent/);

@@ -85,6 +85,7 @@ class Budget:
     errors: int = 0
     retries: int = 0
     student_cost_usd: float = 0.0
+    student_cost_unknown: int = 0  # paid rollouts whose dollars no price table knew (as $0)
     student_input_tokens: int = 0
     student_output_tokens: int = 0
     proposer_cost_usd: float = 0.0
@@ -144,16 +145,20 @@ class Budget:
     def settle(
         self,
         *,
-        cost_usd: float,
+        cost_usd: float | None,
         error: bool,
         retries: int,
         input_tokens: int = 0,
         output_tokens: int = 0,
     ) -> None:
-        """One booked call was paid for."""
+        """One booked call was paid for; ``cost_usd=None``: its dollars are unknown (counted
+        as 0 against ``max_cost_usd``, and apart)."""
         self.booked = max(0, self.booked - 1)
         self.paid += 1
-        self.student_cost_usd += cost_usd
+        if cost_usd is None:
+            self.student_cost_unknown += 1
+        else:
+            self.student_cost_usd += cost_usd
         self.student_input_tokens += input_tokens
         self.student_output_tokens += output_tokens
         self.retries += retries
@@ -171,5 +176,6 @@ class Budget:
             "cost_usd": round(self.cost_usd, 6),
             "max_cost_usd": self.max_cost_usd,
             "student_cost_usd": round(self.student_cost_usd, 6),
+            "student_cost_unknown": self.student_cost_unknown,
             "proposer_cost_usd": round(self.proposer_cost_usd, 6),
         }

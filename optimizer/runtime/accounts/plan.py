@@ -21,10 +21,14 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from schemas.config import RunConfig
+from schemas.protocol import Seeds
+
 __all__ = [
     "LARGE_AUTO_BUDGET",
     "MIN_HOLDOUT",
     "RunPlan",
+    "plan_for",
     "auto_budget_warning",
     "default_proposals_in_flight",
     "holdout_overlap",
@@ -149,4 +153,17 @@ def plan_run(
         skipped.append(f"baseline scored on {hs} of {h} holdout seeds")
     return RunPlan(
         _sample(train, ts, rng), _sample(holdout, hs, rng), search=False, skipped=tuple(skipped)
+    )
+
+
+def plan_for(config: RunConfig, seeds: Seeds, limit: int | None) -> RunPlan:
+    """The plan a run of ``config`` makes for ``seeds`` (a holdout sample drawn from the
+    config's seed, so a resumed run and its forecast draw the same one)."""
+    return plan_run(
+        limit,
+        train=seeds.train,
+        holdout=seeds.holdout,
+        val=seeds.val,
+        top_k=config.holdout_top_k,
+        rng=random.Random(config.seed + 15485863),
     )

@@ -74,10 +74,13 @@ class BackgroundHoldouts:
 
         The search calls this when nothing else is in flight and the budget left lets it
         score a new candidate on ``seeds`` train seeds at most. Only for a winner chosen on
-        train: on val, the frontier's top candidates are compared at the end.
+        train by ``--select best``: on val, the frontier's top candidates are compared at the
+        end, and another rule may still prefer a new candidate that does not beat the best.
         """
         state, plan = self._state, self._plan
         if self.settled is not None or plan.selection_split != "train" or not plan.holdout:
+            return None
+        if not state.rule.is_best:  # a cheaper candidate may still win without a better mean
             return None
         if could_still_win(state, plan, seeds):
             return None

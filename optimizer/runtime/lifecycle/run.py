@@ -37,7 +37,8 @@ import httpx
 
 from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.events import EventSink, Listener
-from optimizer.runtime.accounts.plan import RunPlan, plan_run
+from optimizer.runtime.accounts.objectives import StudentPricing, directions_of
+from optimizer.runtime.accounts.plan import RunPlan, plan_for
 from optimizer.runtime.lifecycle.branch import branch_baseline, branched_program
 from optimizer.runtime.lifecycle.guard import RunGuard
 from optimizer.runtime.lifecycle.holdouts import BackgroundHoldouts
@@ -59,6 +60,8 @@ from optimizer.runtime.rollouts.queue import RolloutQueue
 from optimizer.runtime.rollouts.seed_failures import SetAside
 from optimizer.runtime.search.baseline import BaselineScores, score_baseline
 from optimizer.runtime.search.deps import ProposerLike, SearchDeps
+from optimizer.runtime.search.objectives import ObjectiveTable
+from optimizer.runtime.search.selection import check_rule
 from optimizer.runtime.search.state import SearchState
 from optimizer.runtime.search.strategy import SearchMethod, SearchStart
 from optimizer.runtime.steering import RunSteering
@@ -74,6 +77,7 @@ from schemas import (
     candidate_id_for,
     content_hash,
 )
+from transport.pricing import PriceTable
 from workspace import Workspace
 
 __all__ = ["PROGRAM_CHECK_S", "Run", "RunResult"]
@@ -242,6 +246,7 @@ class Run:
                 min_improvement=self.config.min_holdout_improvement,
                 rng=promotion_rng(self.config.seed),
                 events=self.events,
+                directions=directions_of(parts.program),
             )
             await self.phase("finalizing")
             await self._checkpoint(parts)
@@ -293,6 +298,8 @@ class Run:
             error_gate=parts.gate,
             on_set_aside=functools.partial(self._seed_set_aside, parts),
             hold=self.steering.hold,
+            pricing=parts.state.objectives.pricing,
+            on_results=parts.state.objectives.observe,
         )
 
     async def _checkpoint(self, parts: _Parts) -> None:
@@ -403,15 +410,9 @@ class Run:
         cfg, run_id, seeds = self.config, self.record.run_id, program.seeds
         self.method.prepare(cfg)  # e.g. a missing extra: refused before the baseline is paid
         check_splits(program, cfg)
+        check_rule(cfg.select_rule(), directions_of(program))
         limit = metric_call_limit(cfg, seeds)
-        plan = plan_run(
-            limit,
-            train=seeds.train,
-            holdout=seeds.holdout,
-            val=seeds.val,
-            top_k=cfg.holdout_top_k,
-            rng=random.Random(cfg.seed + 15485863),
-        )
+        plan = plan_for(cfg, seeds, limit)
         budget = Budget(max_calls=limit, max_cost_usd=cfg.max_cost_usd)
         counts = await self.workspace.count_trials(run_id)
         budget.paid, budget.errors = counts.get("paid", 0), counts.get("errors", 0)
@@ -428,7 +429,17 @@ class Run:
         """The search state with every stored candidate, and the baseline's record."""
         run_id = self.record.run_id
         low, high = program.reward_range
-        state = SearchState(train_seeds=plan.train, floor=low, ceiling=high)
+        cfg = self.config
+        state = SearchState(
+            train_seeds=plan.train,
+            floor=low,
+            ceiling=high,
+            objectives=ObjectiveTable(
+                pricing=StudentPricing(PriceTable(cfg.prices), cfg.task_model),
+                seeds=frozenset([*plan.train, *plan.val, *plan.holdout]),
+            ),
+            rule=cfg.select_rule(),
+        )
         state.extra.update({k: v for k, v in self.record.state.items() if k not in RUN_STATE_KEYS})
         baseline = program.baseline()
         base = CandidateRecord(

@@ -18,7 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.runtime.accounts.budget import Budget
+from optimizer.runtime.accounts.objectives import directions_of
 from optimizer.runtime.accounts.plan import RunPlan
+from optimizer.runtime.results.forecast_check import actual_figures, forecast_section
+from optimizer.runtime.results.frontier_chart import frontier_svg
+from optimizer.runtime.results.objectives import CHART_FILE, objectives_section
 from optimizer.runtime.results.promotion import Promotion
 from optimizer.runtime.results.report import render_report
 from optimizer.runtime.results.why import explain, read_events
@@ -157,6 +161,14 @@ async def build_evidence(
         "plan": _plan_section(inputs.plan, seeds),
         **_usage_sections(inputs.budget, inputs.proposer_usage),
         "frontier": _frontier_section(s),
+        "objectives": objectives_section(
+            s, list(seeds.holdout), directions_of(inputs.program), promo, base
+        ),
+        "forecast": await forecast_section(
+            workspace,
+            inputs.run_id,
+            actual_figures(inputs.budget, inputs.proposer_usage, time.time() - inputs.started_at),
+        ),
         "set_aside": [note.as_dict() for note in s.set_aside.values()],
         "per_seed": _per_seed_section(s, seeds, base, best),
         "candidates": _candidates_section(s, seeds),
@@ -230,6 +242,9 @@ def _promotion_section(promo: Promotion) -> dict[str, Any]:
         "holdout_seeds": promo.holdout_seeds,
         "considered": list(promo.considered),
         "skipped": list(promo.skipped),
+        "select": promo.select,
+        "objective": promo.objective.as_dict() if promo.objective else None,
+        "tradeoff": promo.tradeoff.as_dict() if promo.tradeoff else None,
     }
 
 
@@ -242,6 +257,7 @@ def _usage_sections(b: Budget, proposer_usage: ModelUsage) -> dict[str, Any]:
                 "input_tokens": b.student_input_tokens,
                 "output_tokens": b.student_output_tokens,
                 "cost_usd": round(b.student_cost_usd, 6),
+                "cost_unknown": b.student_cost_unknown,
                 "rollouts": b.paid,
             },
             "proposer": proposer_usage.model_dump(mode="json"),
@@ -304,6 +320,7 @@ async def write_evidence(
     """Write ``evidence.json`` and ``report.md``; returns the run folder and the packet."""
     packet = await build_evidence(inputs, workspace, queue)
     await workspace.write_json(inputs.run_id, "evidence.json", packet)  # never bare NaN
+    await workspace.write_file(inputs.run_id, CHART_FILE, frontier_svg(packet["objectives"]))
     report = render_report(packet, inputs.method)
     await workspace.write_file(inputs.run_id, "report.md", report)
     return workspace.run_dir(inputs.run_id), packet

@@ -12,6 +12,12 @@ seeds reports the luck of the choice as lift):
 The winner is then compared with the baseline on the holdout seeds, paired, with a bootstrap
 interval. ``selection_need`` is what this still costs, so the search can spend the rest.
 
+Under a ``--select`` rule other than ``best`` (:mod:`optimizer.runtime.results.tradeoff`), the
+rule picks among the same candidates (on val: the rule's top-k by their train means), and the
+winner is measured against the baseline on the objective the rule weighs as well, with its own
+paired interval. Such a winner is promoted when its reward lift meets
+``--min-holdout-improvement`` and it is better on reward or on that objective.
+
 A run without holdout seeds (``RunConfig.lift_without_holdout``: the spec API, whose flows
 have train and val seeds only and validate on val) measures the lift on the seeds that chose
 the winner instead (``measured_on`` is ``"val"`` or ``"train"``): the report says the lift
@@ -21,16 +27,24 @@ then includes the luck of the choice.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from optimizer.runtime.accounts.events import EventSink
 from optimizer.runtime.accounts.plan import RunPlan
 from optimizer.runtime.results.stats import paired_bootstrap
+from optimizer.runtime.results.tradeoff import (
+    ObjectiveLift,
+    Tradeoff,
+    choose_by_rule,
+    objective_lift,
+    points_on,
+)
 from optimizer.runtime.rollouts.queue import RolloutQueue
 from optimizer.runtime.search.frontier import mean_score
+from optimizer.runtime.search.selection import rank_candidates
 from optimizer.runtime.search.state import SearchState
-from schemas import BudgetExhausted
+from schemas import BudgetExhausted, Direction
 
 __all__ = [
     "Promotion",
@@ -38,6 +52,7 @@ __all__ = [
     "could_still_win",
     "select_and_promote",
     "selection_need",
+    "train_winner",
 ]
 
 
@@ -63,12 +78,17 @@ class Promotion:
     holdout_seeds: int = 0
     measured_on: str = "holdout"  # where the lift was measured: holdout, or the selection split
     measured_seeds: int = 0
+    select: str = "best"  # the rule that chose the winner (--select)
+    objective: ObjectiveLift | None = None  # the winner vs the baseline on what the rule weighs
+    tradeoff: Tradeoff | None = None  # what the rule chose over the best reward
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for events and the evidence packet."""
         data = asdict(self)
         data["considered"] = list(self.considered)
         data["skipped"] = list(self.skipped)
+        data["objective"] = self.objective.as_dict() if self.objective else None
+        data["tradeoff"] = self.tradeoff.as_dict() if self.tradeoff else None
         return data
 
 
@@ -94,6 +114,19 @@ def choose_on_train(state: SearchState, baseline_id: str) -> str:
     return chosen
 
 
+def train_winner(state: SearchState, baseline_id: str) -> tuple[str, Tradeoff | None]:
+    """The winner on train under the state's rule (``choose_on_train`` for ``best``; else the
+    rule's choice among the candidates scored on all of train, and what it gave up)."""
+    if state.rule.is_best:
+        return choose_on_train(state, baseline_id), None
+    ids = list(dict.fromkeys([*state.train, baseline_id]))
+    points = points_on(state, ids, state.train, state.train_seeds)
+    if not points:
+        return baseline_id, None
+    chosen, _, tradeoff = choose_by_rule(state.rule, points, baseline_id)
+    return chosen, tradeoff
+
+
 def _lowest_seen(state: SearchState) -> float:
     """The lowest train reward seen, full or partial evaluations (0 before any)."""
     tables = (state.train, state.partial)
@@ -117,6 +150,13 @@ def could_still_win(state: SearchState, plan: RunPlan, seeds: int) -> bool:
 
 
 def _val_candidates(state: SearchState, baseline_id: str, top_k: int) -> list[str]:
+    """The frontier's top-k by train mean (under another rule than ``best``: the rule's top-k
+    of every candidate scored on train, by their train means) and the baseline."""
+    if not state.rule.is_best:
+        ids = list(dict.fromkeys([*state.train, baseline_id]))
+        points = points_on(state, ids, state.train, state.train_seeds)
+        top = [r.candidate_id for r in rank_candidates(state.rule, points).order][:top_k]
+        return list(dict.fromkeys([*top, baseline_id]))
     frontier = list(state.frontier.members()) or [baseline_id]
     top = [cid for cid, _ in state.ranked(frontier)][:top_k]
     return list(dict.fromkeys([*top, baseline_id]))
@@ -132,7 +172,7 @@ def selection_need(
         ids = _val_candidates(state, baseline_id, plan.top_k)
         need = sum(len(plan.val) for cid in ids if cid not in state.val)
         return need + (holdout if any(cid != baseline_id for cid in ids) else 0)
-    best = choose_on_train(state, baseline_id)
+    best = train_winner(state, baseline_id)[0]
     if best in state.holdout or best == measuring:
         return 0
     # From the first child that passes a gate on, the winner may be someone else than the
@@ -174,17 +214,16 @@ async def select_and_promote(
     min_improvement: float,
     rng: random.Random,
     events: EventSink,
+    directions: Mapping[str, Direction] | None = None,
 ) -> Promotion:
-    """Choose the winner on val or train, then compare it with the baseline on holdout (on the
-    seeds that chose it when the plan has no holdout seeds)."""
+    """Choose the winner on val or train (under ``state.rule``), then compare it with the
+    baseline on holdout (on the seeds that chose it when the plan has no holdout seeds), on
+    reward and on the objective the rule weighs (its direction from ``directions``; the
+    measured objectives are minimised)."""
     skipped: list[str] = []
-    if plan.selection_split == "val":
-        best_id, considered = await _choose_on_val(queue, state, baseline_id, plan, skipped)
-        selection_seeds = len(state.kept(plan.val))
-    else:
-        best_id = choose_on_train(state, baseline_id)
-        considered = list(dict.fromkeys([best_id, baseline_id]))
-        selection_seeds = len(state.train_seeds)
+    best_id, considered, selection_seeds, tradeoff = await _choose(
+        queue, state, baseline_id, plan, skipped
+    )
     measured_on = "holdout" if plan.holdout else plan.selection_split
     if measured_on == "holdout":
         for cid in dict.fromkeys([baseline_id, best_id]):
@@ -194,9 +233,12 @@ async def select_and_promote(
             best_id = baseline_id  # a winner that could not be measured is not promoted
     seeds, best_scores, base_scores = _measured(state, plan, measured_on, best_id, baseline_id)
     lift = paired_bootstrap(best_scores, base_scores, rng)
-    promoted = (
-        best_id != baseline_id and lift.n > 0 and lift.lift > 0 and lift.lift >= min_improvement
-    )
+    weighed = tradeoff.ranked_by if tradeoff is not None else None
+    objective = None
+    if weighed is not None and weighed != "reward":
+        direction = (directions or {}).get(weighed, "minimize")
+        objective = objective_lift(state, weighed, direction, seeds, best_id, baseline_id, rng)
+    better = lift.lift > 0 or (objective is not None and objective.improved)
     promotion = Promotion(
         best_id=best_id,
         baseline_id=baseline_id,
@@ -206,7 +248,7 @@ async def select_and_promote(
         ci_high=lift.ci_high,
         n=lift.n,
         min_improvement=min_improvement,
-        promoted=promoted,
+        promoted=best_id != baseline_id and lift.n > 0 and better and lift.lift >= min_improvement,
         significant=lift.ci_low > 0,
         best_holdout=mean_score(best_scores, seeds),
         baseline_holdout=mean_score(base_scores, seeds),
@@ -216,9 +258,29 @@ async def select_and_promote(
         holdout_seeds=len(state.kept(plan.holdout)),
         measured_on=measured_on,
         measured_seeds=len(seeds),
+        select=str(state.rule),
+        objective=objective,
+        tradeoff=tradeoff,
     )
     await events.emit("promotion", promotion.as_dict())
     return promotion
+
+
+async def _choose(
+    queue: RolloutQueue, state: SearchState, baseline_id: str, plan: RunPlan, skipped: list[str]
+) -> tuple[str, list[str], int, Tradeoff | None]:
+    """The winner, the candidates considered, the selection seeds and (under a rule other than
+    ``best``) what the rule gave up."""
+    if plan.selection_split == "val":
+        best_id, considered, tradeoff = await _choose_on_val(
+            queue, state, baseline_id, plan, skipped
+        )
+        return best_id, considered, len(state.kept(plan.val)), tradeoff
+    best_id, tradeoff = train_winner(state, baseline_id)
+    considered = list(dict.fromkeys([best_id, baseline_id]))
+    if tradeoff is not None:
+        considered = list(dict.fromkeys([*considered, *tradeoff.eligible]))
+    return best_id, considered, len(state.train_seeds), tradeoff
 
 
 def _measured(
@@ -242,8 +304,9 @@ def _measured(
 
 async def _choose_on_val(
     queue: RolloutQueue, state: SearchState, baseline_id: str, plan: RunPlan, skipped: list[str]
-) -> tuple[str, list[str]]:
-    """The top train candidates scored on val; the best there wins (train mean breaks ties).
+) -> tuple[str, list[str], Tradeoff | None]:
+    """The top train candidates scored on val; the best there wins (train mean breaks ties),
+    or the state's rule picks among them.
 
     Candidates that could not be scored are appended to ``skipped``; with none scored the
     baseline stays.
@@ -252,6 +315,13 @@ async def _choose_on_val(
     for cid in considered:
         if not await _score(queue, state, cid, plan.val, "val"):
             skipped.append(cid)
+    if not state.rule.is_best:
+        scored = [cid for cid in considered if cid in state.val]
+        points = points_on(state, scored, state.val, state.kept(plan.val))
+        if not points:
+            return baseline_id, considered, None
+        chosen, _, tradeoff = choose_by_rule(state.rule, points, baseline_id)
+        return chosen, considered, tradeoff
     rank = {cid: i for i, cid in enumerate(state.order())}
 
     def key(cid: str) -> tuple[float, float, int]:
@@ -260,4 +330,4 @@ async def _choose_on_val(
         return (-(sel if sel is not None else -1.0), -train, rank[cid])
 
     scored = [cid for cid in considered if cid in state.val]
-    return (min(scored, key=key) if scored else baseline_id), considered
+    return (min(scored, key=key) if scored else baseline_id), considered, None

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from optimizer.runtime.results.forecast_check import forecast_lines
+from optimizer.runtime.results.objectives import format_value, objectives_lines
 from optimizer.runtime.results.why import why_table
 from optimizer.runtime.search.strategy import SearchMethod
 
@@ -50,11 +52,40 @@ def promotion_summary(packet: dict[str, Any]) -> str:
         )
     if measured != "holdout":
         lines.append(f"  note: {NO_HOLDOUT.format(split=measured)}")
+    lines += _rule_lines(promo)
     if not promo["significant"] and promo["promoted"]:
         lines.append(
             "  note: the interval includes 0; more holdout seeds would make the lift certain"
         )
     return "\n".join(lines)
+
+
+def _rule_lines(promo: dict[str, Any]) -> list[str]:
+    """Under a --select rule other than best: what it weighed, and what it cost in reward."""
+    rule, objective = promo.get("select", "best"), promo.get("objective")
+    if rule == "best":
+        return []
+    line = f"  select:   {rule}"
+    if objective:
+        name = objective["name"]
+        low, high = (format_value(name, objective[k], signed=True) for k in ("ci_low", "ci_high"))
+        line += (
+            f"; {name} {format_value(name, objective['diff'], signed=True)} against the "
+            f"baseline (95% CI [{low}, {high}])"
+        )
+    out = [line]
+    tradeoff = promo.get("tradeoff") or {}
+    if tradeoff.get("reward_given_up", 0) > 0:
+        out.append(
+            f"  note: the winner gives up {tradeoff['reward_given_up']:.3f} of reward on the "
+            f"selection seeds against {tradeoff['top_id']}, the best-scoring candidate"
+        )
+    if objective and objective["improved"] and promo["lift"] < 0:
+        out.append(
+            f"  note: a winner cheaper on {objective['name']} that costs reward: lift "
+            f"{promo['lift']:+.3f} against the baseline"
+        )
+    return out
 
 
 def _plan_lines(packet: dict[str, Any]) -> list[str]:
@@ -119,8 +150,10 @@ def render_report(packet: dict[str, Any], method: SearchMethod) -> str:
         "",
         *why_table(packet.get("decisions") or []),
         *_frontier_lines(packet),
+        *objectives_lines(packet),
         *(method.report_lines(packet[name]) if name in packet else []),
         *_usage_lines(packet["usage"]),
+        *forecast_lines(packet.get("forecast")),
         *_trace_lines(packet["traces"]),
     ]
     return "\n".join(out)
@@ -208,7 +241,8 @@ def _usage_lines(usage: dict[str, Any]) -> list[str]:
         "## Usage",
         "",
         f"- student: {usage['student']['rollouts']} paid rollouts, {usage['student']['input_tokens']} in / "
-        f"{usage['student']['output_tokens']} out tokens, ${usage['student']['cost_usd']:.4f}",
+        f"{usage['student']['output_tokens']} out tokens, ${usage['student']['cost_usd']:.4f}"
+        + _student_unknown(usage["student"]),
         f"- proposer: {usage['proposer']['calls']} calls, {usage['proposer']['input_tokens']} in / "
         f"{usage['proposer']['output_tokens']} out tokens, ${usage['proposer']['cost_usd']:.4f}"
         + _unknown(usage["proposer"]),
@@ -230,6 +264,17 @@ def _trace_lines(traces: list[dict[str, Any]]) -> list[str]:
             "",
         ]
     return out
+
+
+def _student_unknown(student: dict[str, Any]) -> str:
+    """Paid rollouts no price table could price: the dollars before are a lower bound."""
+    count = student.get("cost_unknown", 0)
+    if not count:
+        return ""
+    return (
+        f" (at least: the cost of {count} rollouts is unknown, no price for the student model; "
+        "give it with --prices)"
+    )
 
 
 def _unknown(proposer: dict[str, Any]) -> str:

@@ -39,6 +39,7 @@ from typing import Any
 
 from optimizer.runtime.accounts.budget import Budget
 from optimizer.runtime.accounts.events import EventSink
+from optimizer.runtime.accounts.objectives import StudentPricing
 from optimizer.runtime.rollouts.bodies import CandidateBody
 from optimizer.runtime.rollouts.claims import ClaimBook, claim_wait_s
 from optimizer.runtime.rollouts.client import ContainerClient, RolloutOutcome
@@ -76,6 +77,12 @@ class _Job:
 
 # A finished rollout on its way to the committer: record, retries, failure kind, waiter.
 _Done = tuple[RolloutRecord, int, str, asyncio.Future[RolloutRecord]]
+# Told the results of every evaluation: (candidate id, components, results by seed).
+ResultsObserver = Callable[[str, Mapping[str, str], Mapping[str, SeedResult]], None]
+
+
+async def _go() -> None:
+    """The hold of a run nobody steers: dispatch at once."""
 
 
 class RolloutQueue:
@@ -96,6 +103,8 @@ class RolloutQueue:
         on_set_aside: Callable[[SetAside], Awaitable[None]] | None = None,
         watch_every_s: float = 1.0,
         hold: Callable[[], Awaitable[None]] | None = None,
+        pricing: StudentPricing | None = None,
+        on_results: ResultsObserver | None = None,
     ) -> None:
         self._client = client
         self._workspace = workspace
@@ -108,7 +117,9 @@ class RolloutQueue:
         self._policy_key = policy_key(self._policy)
         self._gate = error_gate or ErrorGate(max_rate=1.0)
         self._on_set_aside = on_set_aside  # told after the seed_set_aside event
-        self._hold = hold  # returns when the run may dispatch (a paused run waits there)
+        self._hold = hold or _go  # returns when the run may dispatch (a paused run waits there)
+        self._pricing = pricing or StudentPricing()  # the student's dollars, for the budget
+        self._on_results = on_results  # e.g. the state's objective table
         # (background?, batch, index): a batch is sent in the order it was asked for, and
         # background work (the baseline's holdout) only when nothing else waits.
         self._jobs: asyncio.PriorityQueue[
@@ -217,7 +228,10 @@ class RolloutQueue:
             records = await self._wait([asyncio.shield(f) for f in shared.values()])
             for seed, record in zip(shared, records, strict=True):
                 results[seed] = SeedResult(seed=seed, record=record, cached=True)
-        return {seed: results[seed] for seed in seeds}
+        ordered = {seed: results[seed] for seed in seeds}
+        if self._on_results is not None:
+            self._on_results(candidate_id, components, ordered)
+        return ordered
 
     def _book(self, jobs: list[_Job]) -> dict[str, asyncio.Future[RolloutRecord]]:
         """A future per job, registered as in flight (``evaluate``'s ``shared``)."""
@@ -370,8 +384,7 @@ class RolloutQueue:
         """Run jobs one at a time; ``lane`` gives this worker a connection pool of its own."""
         while True:
             _, _, _, job, future = await self._jobs.get()
-            if self._hold is not None:
-                await self._hold()
+            await self._hold()
             while not self._workspace.reachable:  # what it paid now might never be stored
                 await asyncio.sleep(0.1)
             if future.cancelled():
@@ -436,7 +449,7 @@ class RolloutQueue:
         await self._workspace.record_paid_trials(self._run_id, records, self._claims.claimant)
         for record, retries, reason, _ in batch:
             self._budget.settle(
-                cost_usd=record.usage.cost_usd,
+                cost_usd=self._pricing.cost(record.usage) if record.status == "ok" else 0.0,
                 error=record.status == "error",
                 retries=retries,
                 input_tokens=record.usage.input_tokens,

@@ -50,7 +50,7 @@ def scored_record(ids: Mapping[str, Any], outcome: RolloutOutcome) -> RolloutRec
             "trace": outcome.trace,
             "trace_truncated": outcome.trace_truncated,
             "usage": response.usage,
-            "latency_ms": response.usage.latency_ms or outcome.latency_ms,
+            "latency_ms": outcome.latency_ms,  # measured here; usage.latency_ms is the container's
             "error": response.error,
         }
     )

@@ -20,7 +20,8 @@ from typing import Any
 
 from optimizer.runtime.rollouts.seed_failures import SetAside
 from optimizer.runtime.search.frontier import Frontier, build_frontier, mean_score
-from schemas import CandidateRecord
+from optimizer.runtime.search.objectives import ObjectiveTable
+from schemas import CandidateRecord, SelectRule
 
 __all__ = ["SearchState"]
 
@@ -50,6 +51,10 @@ class SearchState:
     held_back: set[str] = field(default_factory=set)
     # Candidates a person rejected, and why: off the frontier and out of the ranking.
     rejected: dict[str, str] = field(default_factory=dict)
+    # Each candidate's objectives (cost, latency, prompt tokens, the container's) per seed.
+    objectives: ObjectiveTable = field(default_factory=ObjectiveTable)
+    # What the winner is chosen by (--select): promotion reads it, and so may the search.
+    rule: SelectRule = field(default_factory=SelectRule)
 
     def add(self, record: CandidateRecord) -> None:
         """Register a candidate (idempotent)."""
@@ -73,6 +78,7 @@ class SearchState:
         for table in (self.train, self.partial, self.minibatch, self.holdout, self.val):
             for scores in table.values():
                 scores.pop(note.seed, None)
+        self.objectives.drop_seed(note.seed)
         return self._rebuild()
 
     def reject(self, candidate_id: str, reason: str) -> Frontier:

@@ -298,6 +298,7 @@
       Widgets.promotion($("promotion-body"), packet);
       $("promotion-aside").textContent = `${packet.rollouts.paid} paid · ${packet.rollouts.cached} cached · ${packet.rollouts.errors} errors · stop: ${packet.stop_reason || "–"}`;
       $("promotion").hidden = false;
+      Objectives.render($("objectives"), packet);
       const link = $("evidence-link");
       link.href = withToken(`/api/runs/${encodeURIComponent(runId)}/evidence`);
       link.hidden = false;
