@@ -101,12 +101,14 @@ def _gate(r: _Reader, d: Mapping[str, Any]) -> None:
     score = f"{_fmt(d.get('parent_score'))} -> {_fmt(d.get('child_score'))} on {where}"
     if accepted:
         text = f"passed its gate against {against}: {score}"
-        text += f"; better on {_seeds(better)}" if better else ""
+        text += f"; better on {_seeds(better)}" if better and not d.get("weighed") else ""
         outcome = "passed the gate"
     else:
         text = f"rejected by the gate against {against}: {score}"
         text += f"; worse on {_seeds(worse)}" if worse else "; better on no seed"
         outcome = "rejected by the gate"
+    if d.get("weighed"):  # the --select rule decided, not the seeds
+        text = text.split(";")[0] + f"; --select weighed it: {d['weighed']}"
     numbers = {k: d.get(k) for k in ("parent", "parent_score", "child_score", "accepted")}
     r.add(cid, "gate", text, outcome, seeds=seeds, better=better, worse=worse, **numbers)
 

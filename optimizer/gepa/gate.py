@@ -21,6 +21,7 @@ from optimizer.gepa.strategies.acceptance import (
     AcceptanceCriterion,
     total,
 )
+from optimizer.gepa.weighing import weigh
 from optimizer.runtime.rollouts.records import SeedResult
 from optimizer.runtime.search.deps import score_on_train
 from schemas import BudgetExhausted, CandidateRecord
@@ -140,9 +141,15 @@ class MinibatchGate:
             seeds, child_res = await self.extend(
                 child, parent_ids, results, first, seeds, extension
             )
-            parents = [_rewards(r) for r in results]
-            accepted = self._criterion.judge(parents, _rewards(child_res), seeds) == ACCEPT
-            await self._record(iteration, child, parent_ids, results, child_res, seeds, accepted)
+            parents, mine = [_rewards(r) for r in results], _rewards(child_res)
+            accepted, why = weigh(
+                d.state,
+                self._criterion.judge(parents, mine, seeds) == ACCEPT,
+                child=child.candidate_id, parents=parent_ids, scores=(parents, mine), seeds=seeds,
+            )  # fmt: skip
+            await self._record(
+                iteration, child, parent_ids, (results, child_res), seeds, (accepted, why)
+            )
         finally:
             self._gating.discard(child.candidate_id)
         return accepted
@@ -208,12 +215,11 @@ class MinibatchGate:
         iteration: int,
         child: CandidateRecord,
         parent_ids: tuple[str, ...],
-        results: list[Mapping[str, SeedResult]],
-        child_res: Mapping[str, SeedResult],
+        scored: tuple[list[Mapping[str, SeedResult]], Mapping[str, SeedResult]],
         seeds: list[str],
-        accepted: bool,
+        verdict: tuple[bool, str],
     ) -> None:
-        d = self._ctx.deps
+        d, (results, child_res), (accepted, why) = self._ctx.deps, scored, verdict
         await d.events.emit(
             "gate",
             {
@@ -224,6 +230,7 @@ class MinibatchGate:
                 "child_score": total(_rewards(child_res), seeds),
                 "minibatch": seeds,
                 "accepted": accepted,
+                **({"weighed": why} if why else {}),
                 **seed_changes([_rewards(r) for r in results], _rewards(child_res), seeds),
             },
         )
@@ -284,7 +291,11 @@ class MinibatchGate:
             self._gating.discard(cid)
         scores, parent = d.state.train.get(cid, {}), d.state.train.get(base, {})
         seeds = [s for s in d.state.train_seeds if s in scores and s in parent]
-        accepted = self._criterion.judge([parent], scores, seeds) == ACCEPT
+        accepted, why = weigh(
+            d.state,
+            self._criterion.judge([parent], scores, seeds) == ACCEPT,
+            child=cid, parents=(base,), scores=([parent], scores), seeds=seeds,
+        )  # fmt: skip
         await d.events.emit(
             "gate",
             {
@@ -296,6 +307,7 @@ class MinibatchGate:
                 "minibatch": seeds,
                 "accepted": accepted,
                 "on_train": True,  # a stack, judged on every train seed at once
+                **({"weighed": why} if why else {}),
                 **seed_changes([parent], scores, seeds),
             },
         )
