@@ -13,6 +13,7 @@ from optimizer.gepa.edits import adds_words
 from optimizer.gepa.followups import LateralFollowUps
 from optimizer.gepa.stopping import Stopping
 from optimizer.gepa.strategies.stop_condition import Perfect
+from optimizer.gepa.weighing import proven_by_rule
 from optimizer.runtime.search.deps import score_on_train
 
 __all__ = ["PROOF", "TrainStage"]
@@ -94,6 +95,8 @@ class TrainStage:
         if not child or not parent:
             return False
         if adds_words(s.candidates[parent_id], s.candidates[candidate_id]):
+            return False
+        if proven_by_rule(s, candidate_id, parent_id):  # shorter (cheaper) at equal reward
             return False
         gate = s.minibatch.get(candidate_id, {})
         fresh = [x for x in s.train_seeds if x not in gate and x in child and x in parent]

@@ -12,7 +12,11 @@ reward:
   parent, so it becomes a contender and a parent instead of being dropped as a tie;
 - *a child the rule can never choose is not explored*: under ``best-under``, a child whose
   mean on the gate's seeds is over the bound while its parent's is within it is not
-  accepted, however it scores.
+  accepted, however it scores;
+- *a shorter prompt at equal reward is proof enough*: a child that only deleted text is
+  normally held back unless it beats its parent on train (``optimizer.gepa.train_stage``);
+  one that loses nothing on the train seeds and is better on the rule's objective
+  (:func:`proven_by_rule`) is what the rule asks for, and is not held back.
 
 A value comes from the run's objective table (:mod:`optimizer.runtime.search.objectives`),
 over the gate's seeds; ``prompt_tokens`` is the candidate's own length. Where a value is
@@ -28,7 +32,7 @@ from optimizer.gepa.strategies.acceptance import EPS, Scores, margin
 from optimizer.runtime.accounts.objectives import prompt_tokens
 from optimizer.runtime.search.state import SearchState
 
-__all__ = ["MIN_GAIN", "weigh"]
+__all__ = ["MIN_GAIN", "proven_by_rule", "weigh"]
 
 MIN_GAIN = 0.01  # a child must be at least 1% cheaper (shorter, faster) than its parent
 
@@ -77,7 +81,33 @@ def weigh(
             f"{name} {mine:.4g} is over the bound {rule.bound:g} (its parent's {best:.4g})",
         )
     m = margin(*scores, seeds)
-    tie = m is not None and abs(m) < EPS
-    if not accepted and tie and mine <= best * (1 - MIN_GAIN) - EPS:
-        return True, f"a tie on reward, and {name} {mine:.4g} against its parent's {best:.4g}"
+    if (
+        not accepted
+        and m is not None
+        and abs(m) < EPS
+        and (why := _better(state, child, parents, seeds))
+    ):
+        return True, f"a tie on reward, and {why}"
     return accepted, ""
+
+
+def _better(state: SearchState, child: str, parents: Sequence[str], seeds: Sequence[str]) -> str:
+    """Why ``child`` is better than every parent on the rule's objective ("" when it is not,
+    or a value is unknown)."""
+    name = _weighed_objective(state, [child, *parents], seeds)
+    mine = _value(state, child, name, seeds)
+    theirs = [v for p in parents if (v := _value(state, p, name, seeds)) is not None]
+    if mine is None or len(theirs) < len(parents) or mine > min(theirs) * (1 - MIN_GAIN) - EPS:
+        return ""
+    return f"{name} {mine:.4g} against its parent's {min(theirs):.4g}"
+
+
+def proven_by_rule(state: SearchState, child: str, parent: str) -> bool:
+    """Whether ``child``, scored on train, scores at least its parent's total on the train
+    seeds both scored and is better on the rule's objective (never under ``best``)."""
+    mine, theirs = state.train.get(child, {}), state.train.get(parent, {})
+    seeds = [x for x in state.train_seeds if x in mine and x in theirs]
+    if state.rule.is_best or not seeds:
+        return False
+    m = margin([theirs], mine, seeds)
+    return m is not None and m > -EPS and bool(_better(state, child, [parent], seeds))

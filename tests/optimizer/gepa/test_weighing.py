@@ -80,3 +80,19 @@ def test_an_unknown_value_leaves_the_criterions_verdict() -> None:
         assert weigh(
             w.state, accepted, child="c", parents=["p"], scores=scores, seeds=["ant-0"]
         ) == (accepted, "")
+
+
+async def test_a_shorter_tie_on_train_is_not_held_back_under_a_cost_rule() -> None:
+    """Only deleting text and tying on train is an unproven deletion under ``best``; under
+    ``cheapest-within`` it is the cheaper prompt the rule asks for."""
+    for rule, held_back in (("best", True), ("cheapest-within:0.02", False)):
+        w = wired()
+        w.state.rule = parse_select(rule)
+        parent = await w.scored("- ant" + FILLER)
+        shorter = await w.scored("- ant", [parent])
+        assert w.train.is_unproven_deletion(shorter, parent) == held_back, rule
+    w = wired()
+    w.state.rule = parse_select("cheapest-within:0.02")
+    parent = await w.scored("- ant\n- bee" + FILLER)
+    loses = await w.scored("- ant", [parent])  # shorter, but it lost the bee seeds
+    assert w.train.is_unproven_deletion(loses, parent)
