@@ -329,12 +329,7 @@ class RolloutQueue:
         self, components: Mapping[str, str], seeds: Sequence[str]
     ) -> dict[str, SeedResult]:
         """The cached results among ``seeds``, read without counting a trial (no rollout)."""
-        chash = content_hash(dict(components))
-        keys = {
-            seed: cache_key(self._fingerprint, chash, seed, self._policy_key)
-            for seed in seeds
-            if seed not in self._gate.set_aside
-        }
+        keys = self._keys(components, seeds)
         hits = await self._workspace.lookup_many(list(keys.values()))
         return {
             seed: SeedResult(seed=seed, record=hits[key], cached=True)
@@ -342,14 +337,18 @@ class RolloutQueue:
             if key in hits
         }
 
-    async def misses(self, components: Mapping[str, str], seeds: Sequence[str]) -> list[str]:
-        """The seeds of ``seeds`` that ``evaluate`` would have to pay for now."""
+    def _keys(self, components: Mapping[str, str], seeds: Sequence[str]) -> dict[str, str]:
+        """``seed -> cache key`` of ``components`` on the seeds not set aside."""
         chash = content_hash(dict(components))
-        keys = {
+        return {
             seed: cache_key(self._fingerprint, chash, seed, self._policy_key)
             for seed in seeds
             if seed not in self._gate.set_aside
         }
+
+    async def misses(self, components: Mapping[str, str], seeds: Sequence[str]) -> list[str]:
+        """The seeds of ``seeds`` that ``evaluate`` would have to pay for now."""
+        keys = self._keys(components, seeds)
         stored = await self._workspace.stored_ok(list(keys.values()))
         return [s for s, k in keys.items() if k not in stored and k not in self._inflight]
 
