@@ -25,9 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas.exceptions import RunLeased, UserError
+from schemas.exceptions import RunLeased
 from workspace.conn import Conn
 from workspace.runs import require_run
+from workspace.seconds import seconds_setting
 
 __all__ = [
     "HEARTBEAT_S",
@@ -137,20 +138,11 @@ def holder_gone(
 def lease_timeout(given: float | None, env: Mapping[str, str] | None = None) -> float:
     """The timeout a process's leases promise: ``given``, else ``$GEPA_LEASE_TIMEOUT``
     (seconds), else ``LEASE_TIMEOUT_S``; outside 1 s to a day is a ``UserError``."""
-    environ = os.environ if env is None else env
-    raw = environ.get("GEPA_LEASE_TIMEOUT") if given is None else str(given)
-    if not raw:
-        return LEASE_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 1.0 <= value <= 86400.0:
-        raise UserError(
-            f"GEPA_LEASE_TIMEOUT / lease_timeout_s {raw!r}: give the seconds after which a run "
-            "whose process stopped beating is taken over, from 1 to 86400 (default 60)"
-        )
-    return value
+    return seconds_setting(
+        given, env, variable="GEPA_LEASE_TIMEOUT", field="lease_timeout_s",
+        default=LEASE_TIMEOUT_S,
+        meaning="the seconds after which a run whose process stopped beating is taken over",
+    )  # fmt: skip
 
 
 def leased_message(

@@ -11,7 +11,6 @@ paid again, and the difference from the recorded lift is the drift.
 from __future__ import annotations
 
 import contextlib
-import random
 import secrets
 from collections.abc import AsyncIterator
 
@@ -21,7 +20,7 @@ from optimizer.regression.spec import SPLITS, CheckResult, CheckSpec
 from optimizer.regression.verdict import judge
 from optimizer.runtime import (
     ContainerClient,
-    RetryPolicy,
+    client_for,
     container_for,
     resolve_inputs,
     stored_config,
@@ -52,20 +51,7 @@ async def _client(
     """A client of the container the check runs against, healthy (or a ``UserError``)."""
     stored, given = await _where(spec, run, workspace)
     async with container_for(stored, given) as runnable:
-        cfg = runnable or stored
-        token = cfg.container_token.get_secret_value() if cfg.container_token else None
-        client = ContainerClient(
-            cfg.containers,
-            token=token,
-            rng=random.Random(cfg.seed + 7919),
-            policy=RetryPolicy(
-                max_retries=cfg.max_retries,
-                base_delay_s=cfg.retry_base_delay_s,
-                timeout_s=cfg.rollout_timeout_s,
-                rate_limit_wait_s=cfg.rate_limit_wait_s,
-            ),
-            max_response_bytes=int(cfg.max_response_mib * 1024 * 1024),
-        )
+        client = client_for(runnable or stored)
         try:
             try:
                 await client.check_health()

@@ -30,6 +30,7 @@ from optimizer.runtime.rollouts import (
     RetryPolicy,
     RolloutQueue,
     SeedResult,
+    client_for,
 )
 from optimizer.runtime.rollouts.records import scored_record
 from optimizer.runtime.search import (
@@ -51,6 +52,7 @@ from optimizer.runtime.search import (
 __all__ = [
     "Budget",
     "ContainerClient",
+    "client_for",
     "EmbeddedContainer",
     "ErrorGate",
     "EventSink",

@@ -191,10 +191,13 @@ def killed_runner(
     away: list[str] | None = None,
     lease_timeout_s: float = 4.0,
     budget: int = 60,
-    delay: float = 0.6,
+    delay: float = 1.5,
 ) -> Takeover:
     """The first runner of a program holds claims; the others start the same program; the
     first is killed with SIGKILL, and the others carry on.
+
+    ``delay`` (seconds a rollout takes) keeps the first runner busy while the others start:
+    on a loaded machine a Python process takes seconds to start.
 
     ``away`` (see :func:`away_prefix`) runs the first under another hostname.
     """

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from schemas.exceptions import StoreUnreachable, UserError
+from schemas.exceptions import StoreUnreachable
+from workspace.seconds import seconds_setting
 
 __all__ = [
     "MAX_BACKOFF_S",
@@ -81,20 +81,10 @@ def outage_limit(given: float | None, env: Mapping[str, str] | None = None) -> f
     """Seconds a process waits for its store to come back: ``given``, else
     ``$GEPA_DB_OUTAGE_LIMIT``, else ``OUTAGE_LIMIT_S``; outside 1 s to a day is a
     ``UserError``."""
-    environ = os.environ if env is None else env
-    raw = environ.get("GEPA_DB_OUTAGE_LIMIT") if given is None else str(given)
-    if not raw:
-        return OUTAGE_LIMIT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 1.0 <= value <= 86400.0:
-        raise UserError(
-            f"GEPA_DB_OUTAGE_LIMIT / outage_limit_s {raw!r}: give the seconds a run waits for "
-            f"its PostgreSQL store to come back, from 1 to 86400 (default {OUTAGE_LIMIT_S:g})"
-        )
-    return value
+    return seconds_setting(
+        given, env, variable="GEPA_DB_OUTAGE_LIMIT", field="outage_limit_s",
+        default=OUTAGE_LIMIT_S, meaning="the seconds a run waits for its PostgreSQL store to come back",
+    )  # fmt: skip
 
 
 class Outage:

@@ -54,7 +54,7 @@ from optimizer.runtime.lifecycle.steered import SteeredRun
 from optimizer.runtime.results.evidence import EvidenceInputs, write_evidence
 from optimizer.runtime.results.promotion import Promotion, select_and_promote
 from optimizer.runtime.results.stats import promotion_rng
-from optimizer.runtime.rollouts.client import ContainerClient, RetryPolicy
+from optimizer.runtime.rollouts.client import ContainerClient, client_for
 from optimizer.runtime.rollouts.gate import ErrorGate
 from optimizer.runtime.rollouts.queue import RolloutQueue
 from optimizer.runtime.rollouts.seed_failures import SetAside
@@ -183,21 +183,7 @@ class Run:
         if self.held is not None and self.held.takeover is not None:
             previous, why = self.held.takeover.previous, self.held.takeover.reason
             await self.warn(f"took run {previous.run_id} over from {previous.describe()}: {why}")
-        token = cfg.container_token.get_secret_value() if cfg.container_token else None
-        client = ContainerClient(
-            cfg.containers,
-            token=token,
-            http=self.http,
-            rng=random.Random(cfg.seed + 7919),
-            policy=RetryPolicy(
-                max_retries=cfg.max_retries,
-                base_delay_s=cfg.retry_base_delay_s,
-                timeout_s=cfg.rollout_timeout_s,
-                rate_limit_wait_s=cfg.rate_limit_wait_s,
-            ),
-            max_connections=max(cfg.concurrency * 2, 16),
-            max_response_bytes=int(cfg.max_response_mib * 1024 * 1024),
-        )
+        client = client_for(cfg, http=self.http, max_connections=max(cfg.concurrency * 2, 16))
         try:
             await client.check_health()
             program = await self._branched(await client.program())

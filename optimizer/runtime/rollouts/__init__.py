@@ -28,6 +28,7 @@ from optimizer.runtime.rollouts.client import (
     DEFAULT_MAX_RESPONSE_BYTES,
     ContainerClient,
     RolloutOutcome,
+    client_for,
 )
 from optimizer.runtime.rollouts.endpoints import Endpoint, Endpoints
 from optimizer.runtime.rollouts.gate import ErrorGate
@@ -53,6 +54,7 @@ __all__ = [
     "BodyReader",
     "CandidateBody",
     "ContainerClient",
+    "client_for",
     "DEFAULT_MAX_RESPONSE_BYTES",
     "Endpoint",
     "EndpointLimits",

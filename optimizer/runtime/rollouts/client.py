@@ -54,11 +54,18 @@ from schemas import (
     ProtocolViolation,
     RolloutRequest,
     RolloutResponse,
+    RunConfig,
     UserError,
 )
 from workspace.redact import Scrubber
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "ContainerClient", "RetryPolicy", "RolloutOutcome"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "ContainerClient",
+    "RetryPolicy",
+    "RolloutOutcome",
+    "client_for",
+]
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -407,6 +414,28 @@ class ContainerClient:
         if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
             return "timeout"
         return "connection"
+
+
+def client_for(
+    config: RunConfig, *, http: httpx.AsyncClient | None = None, **options: Any
+) -> ContainerClient:
+    """The client a run of ``config`` sends rollouts with: its containers, token, retry
+    policy and response cap (``options``, e.g. ``max_connections``, pass through)."""
+    token = config.container_token.get_secret_value() if config.container_token else None
+    return ContainerClient(
+        config.containers,
+        token=token,
+        http=http,
+        rng=random.Random(config.seed + 7919),
+        policy=RetryPolicy(
+            max_retries=config.max_retries,
+            base_delay_s=config.retry_base_delay_s,
+            timeout_s=config.rollout_timeout_s,
+            rate_limit_wait_s=config.rate_limit_wait_s,
+        ),
+        max_response_bytes=int(config.max_response_mib * 1024 * 1024),
+        **options,
+    )
 
 
 def _describe_error(exc: httpx.HTTPError) -> str:
