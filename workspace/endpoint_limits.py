@@ -12,6 +12,10 @@ lease is (:func:`workspace.lease.holder_gone`).
 row locked (PostgreSQL) or under the one writer lock (SQLite), it renews the member, drops
 the gone ones, and replaces the state by ``decide(state, members)``, so that the changes of
 several runners apply one after the other, never over each other.
+
+An endpoint is stored by its URL without credentials (``http://user:pw@host:8000`` is
+``http://host:8000``): the limit is the server's, whoever logs in, and a password never
+reaches the store.
 """
 
 from __future__ import annotations
@@ -21,11 +25,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from workspace.conn import Conn, Engine
 from workspace.lease import holder_gone
 
-__all__ = ["Decide", "LimitStore", "Member"]
+__all__ = ["Decide", "LimitStore", "Member", "endpoint_key"]
+
+
+def endpoint_key(url: str) -> str:
+    """``url`` as the store keeps an endpoint: without its user and password."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=host))
 
 
 @dataclass(frozen=True)
@@ -55,21 +67,24 @@ class LimitStore:
 
     async def sync(self, url: str, me: Member, decide: Decide) -> dict[str, Any]:
         """Renew ``me`` on ``url``, drop gone members, store ``decide(...)``; the new state."""
-        return await self._db.at_once(lambda conn: _sync(conn, url, me, decide, time.time()))
+        key = endpoint_key(url)
+        return await self._db.at_once(lambda conn: _sync(conn, key, me, decide, time.time()))
 
     async def leave(self, url: str, member: str) -> None:
         """``member`` stops calling ``url`` (its share goes to the others at their next sync)."""
+        key = endpoint_key(url)
         await self._db.at_once(
             lambda conn: conn.execute(
-                "DELETE FROM endpoint_members WHERE url = ? AND member = ?", (url, member)
+                "DELETE FROM endpoint_members WHERE url = ? AND member = ?", (key, member)
             )
         )
 
     async def state(self, url: str) -> tuple[dict[str, Any], list[Member]]:
         """The stored state of ``url`` ({} when none) and its members, gone ones included."""
+        key = endpoint_key(url)
         async with self._db.read() as conn:
-            rows = await conn.fetchall("SELECT state FROM endpoint_limits WHERE url = ?", (url,))
-            members = await _members(conn, url)
+            rows = await conn.fetchall("SELECT state FROM endpoint_limits WHERE url = ?", (key,))
+            members = await _members(conn, key)
         return (json.loads(rows[0][0]) if rows else {}), members
 
 

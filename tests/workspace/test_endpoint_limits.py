@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.workspace.conftest import Store
 from workspace import Workspace
-from workspace.endpoint_limits import Member
+from workspace.endpoint_limits import Member, endpoint_key
 
 URL = "http://container:8000"
 
@@ -71,3 +71,10 @@ async def test_visits_of_runners_at_once_apply_one_after_the_other(store: Store)
         for ws in opened:
             await ws.close()
     assert state["visits"] == 100 and len(members) == 4
+
+
+def test_an_endpoint_is_kept_without_its_credentials() -> None:
+    assert endpoint_key("http://admin:pw@127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+    assert endpoint_key("https://tok@h.example:443") == "https://h.example:443"
+    assert endpoint_key("http://[::1]:9000") == "http://[::1]:9000"
+    assert endpoint_key("http://127.0.0.1:8000") == "http://127.0.0.1:8000"
