@@ -273,12 +273,22 @@ _INCIDENTAL = {"run_id", "started_at", "finished_at", "config"}  # ids, times, t
 
 def _untimed(packet: dict[str, Any]) -> dict[str, Any]:
     """``packet`` without the times and event numbers of its decisions (a restart's own
-    events shift the numbers; what was decided, and why, must not change)."""
+    events shift the numbers; what was decided, and why, must not change) and without the
+    rollouts' latencies."""
     decisions = [
         {**c, "created": _bare(c["created"]), "decisions": [_bare(d) for d in c["decisions"]]}
         for c in packet.get("decisions") or []
     ]
-    return {**packet, "decisions": decisions}
+    return {**packet, "decisions": decisions, "objectives": _unclocked(packet.get("objectives"))}
+
+
+def _unclocked(value: Any) -> Any:
+    """``value`` without its latencies (measured, so never the same twice)."""
+    if isinstance(value, dict):
+        return {k: _unclocked(v) for k, v in value.items() if "latency" not in k}
+    if isinstance(value, list):
+        return [_unclocked(v) for v in value]
+    return value
 
 
 def _bare(decision: dict[str, Any]) -> dict[str, Any]:

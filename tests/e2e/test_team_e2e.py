@@ -92,7 +92,9 @@ def test_two_postgres_restarts_under_a_run_change_nothing(
     assert run.status == "completed" and run.differences == [], (run.differences, run.stderr)
     assert (run.paid_twice, run.errors) == (0, 0)
     assert run.calls == run.calm_calls
-    assert run.stderr.count("went away (terminating connection due to administrator") == 2
+    # Each restart is said once; what the server said depends on where it cut the run in
+    # (a statement terminated, a connection closed, the server starting up).
+    assert run.stderr.count("went away (") == 2, run.stderr
 
 
 def test_a_server_gone_past_the_limit_stops_the_run_which_resumes_by_id(
