@@ -1,9 +1,9 @@
 """``optimize plan``: what a run will spend, measured on a few samples before the money is spent.
 
 It serves a ``--module`` target in-process as a run does, reads the program, fits the plan to
-the budget, then measures: the baseline on one train seed alone (a rollout's latency), on
-``together`` train seeds at once (how many the container answers at a time, and the student's
-tokens and dollars per rollout), and a few proposals written by the reflection model from
+the budget, then measures: the baseline on one train seed alone (it pays any cold start), on
+``together`` train seeds at once (a rollout's latency, the first of them to answer; how many
+the container answers at a time; the student's tokens and dollars per rollout), and a few proposals written by the reflection model from
 those rollouts, as many at once as the run writes (their latency, calls, tokens and dollars);
 for a run that writes one at a time, each new child is scored on the same seeds (the share of
 children that pass a gate). From these, :func:`optimizer.runtime.accounts.forecast.forecast`
@@ -207,7 +207,9 @@ def _samples(
     pricing = StudentPricing(PriceTable(config.prices), config.task_model)
     costs = [pricing.cost(r.usage) for r in records]
     known = [c for c in costs if c is not None]
-    latency = (alone or wave)[0].latency_ms / 1000
+    # The wave's first answer: the lone rollout before it has paid any cold start (a
+    # connection, a model server's first prompt), which the run pays once, not per rollout.
+    latency = min(r.latency_ms for r in wave or alone) / 1000
     parallel = len(wave) * latency / wall if wave and wall > 0 else 1.0
     usages, n = written.usages, max(len(written.usages), 1)
     return Samples(

@@ -3,11 +3,13 @@ comparison of a stored run's plan with what the run spent."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from optimizer.checks.plan import make_plan, render_plan
@@ -114,6 +116,36 @@ async def test_a_plan_measures_the_container_and_the_proposer(tmp_path: Path) ->
     for figure in ("container calls", "reflection calls", "student dollars", "wall time"):
         assert figure in text
     assert json.loads(json.dumps(report.as_dict()))["forecast"]["wall_s"]["assumption"]
+
+
+class ColdSerialContainer(PricedContainer):
+    """One rollout at a time, ``warm_s`` each; the first also pays a ``cold_s`` start (a model
+    server's first prompt), as a local one-at-a-time model server answers."""
+
+    def __init__(self, warm_s: float = 0.05, cold_s: float = 0.6) -> None:
+        super().__init__()
+        self.warm_s, self.cold_s, self.started = warm_s, cold_s, False
+        self.line = asyncio.Lock()
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:  # type: ignore[override]
+        if request.url.path == "/rollout":
+            async with self.line:
+                await asyncio.sleep(self.warm_s + (0.0 if self.started else self.cold_s))
+                self.started = True
+        return super().__call__(request)
+
+
+async def test_a_plan_measures_latency_after_the_cold_start_and_sees_a_serial_container() -> None:
+    container = ColdSerialContainer()
+    async with httpx.AsyncClient(transport=httpx.MockTransport(container)) as http:
+        report = await make_plan(
+            RunConfig(**SETTINGS), http=http, proposer=detail_proposer(), together=4
+        )
+    s = report.samples
+    # the lone first rollout paid the cold start; the wave's first answer is a warm rollout
+    assert s.latency_s < container.cold_s / 2
+    assert parallel_slots(s, 4) < 2  # answered one at a time, not four at once
+    assert f"a rollout takes {s.latency_s:.2f} s" in report.forecast.wall_s.assumption
 
 
 async def test_the_evidence_sets_a_stored_runs_plan_beside_what_it_spent(tmp_path: Path) -> None:
