@@ -542,7 +542,10 @@ def banking77(seed: int, args: argparse.Namespace) -> Iterator[Arena]:
 
     install_models(student=True, reflection="1.5b")
     with serve_models(
-        student_port=free_port(), reflection_port=free_port(), reflection="1.5b"
+        student_port=free_port(),
+        reflection_port=free_port(),
+        reflection="1.5b",
+        student_slots=DESIGN.concurrency,
     ) as m:
         assert m.reflection is not None
         env = {

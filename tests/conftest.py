@@ -43,6 +43,19 @@ def local_llm_base_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def batching_base_url() -> Iterator[str]:
+    """Like ``local_llm_base_url``, from the batching server with 4 slots on the student."""
+    if not llama_cpp_installed():
+        _unavailable("llama-cpp-python[server] is not installed: gepa-runtime models install")
+    try:
+        path = model_path("student")
+    except ModelInstallError as exc:
+        _unavailable(str(exc))
+    with LlamaServer(path, alias="student", slots=4) as server:
+        yield server.base_url
+
+
+@pytest.fixture(scope="session")
 def postgres_url() -> str:
     """The test server's URL (a database the user owns); a skip when there is none."""
     return server_url()

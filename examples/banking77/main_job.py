@@ -59,8 +59,12 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     _say(f"no OPENAI_API_KEY: local models (student 0.5B, reflection {args.reflection})")
     _say("installing llama-cpp-python and the verified GGUF files (first time only: minutes)")
     install_models(student=True, reflection=args.reflection)
+    # the student batches the rollouts the run sends at once (optimizer/local_models/batching.py)
     with serve_models(
-        student_port=free_port(), reflection_port=free_port(), reflection=args.reflection
+        student_port=free_port(),
+        reflection_port=free_port(),
+        reflection=args.reflection,
+        student_slots=DESIGN.concurrency,
     ) as served:
         assert served.reflection is not None
         _say(f"student on {served.student.base_url}, reflection on {served.reflection.base_url}")

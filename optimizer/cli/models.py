@@ -58,6 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
         reflection=reflection,
         models_dir=_models_dir(args),
         n_threads=args.threads,
+        student_slots=args.student_slots,
     )
     with served:
         print(f"student:    {served.student.base_url}  model=student")
@@ -110,6 +111,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--reflection-port", type=int, default=8013)
     serve.add_argument("--reflection", choices=(*_SIZES, "none"), default="1.5b")
     serve.add_argument("--threads", type=int, default=2, help="threads per server (default 2)")
+    serve.add_argument(
+        "--student-slots", type=int, default=1,
+        help="student requests decoded together (default 1: llama_cpp.server; above 1: the "
+        "batching server, as many as the run's --concurrency)",
+    )  # fmt: skip
     serve.add_argument("--dir", help=dir_help)
     serve.set_defaults(func=_serve)
 

@@ -81,7 +81,9 @@ class LlamaServer:
     OpenAI-compatible ``http://127.0.0.1:PORT/v1``. ``port=None`` picks a free port;
     ``n_threads`` computes generated tokens and ``n_threads_batch`` (default: the same) the
     prompt; ``options`` are more llama_cpp.server settings (``{"n_batch": "1024"}`` becomes
-    ``--n_batch 1024``) over ``SERVER_OPTIONS``; ``env`` adds variables to the child's
+    ``--n_batch 1024``) over ``SERVER_OPTIONS``; ``slots`` above 1 serves the model with
+    :mod:`optimizer.local_models.batching` instead, that many requests decoded together (it
+    takes no ``options``); ``env`` adds variables to the child's
     environment (a ``None`` value removes one); ``stop_timeout`` is the grace period between
     terminate and kill.
     """
@@ -101,8 +103,17 @@ class LlamaServer:
         log_path: Path | None = None,
         env: Mapping[str, str | None] | None = None,
         stop_timeout: float = 10.0,
+        slots: int = 1,
     ) -> None:
+        if slots < 1:
+            raise ModelServerError(f"slots: give 1 or more, not {slots}")
+        if slots > 1 and options:
+            raise ModelServerError(
+                f"options {sorted(options)}: llama_cpp.server settings; the batching server "
+                "(slots > 1) takes none"
+            )
         self.model = Path(model)
+        self.slots = slots
         self.alias = alias
         self.host = host
         self.port = port if port is not None else free_port(host)
@@ -144,7 +155,7 @@ class LlamaServer:
         cmd = [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "llama_cpp.server" if self.slots == 1 else "optimizer.local_models.batching",
             "--model",
             str(self.model),
             "--model_alias",
@@ -160,8 +171,11 @@ class LlamaServer:
             "--n_threads_batch",
             str(self.n_threads_batch),
         ]
-        for name, value in self.options.items():
-            cmd += [f"--{name}", value]
+        if self.slots > 1:
+            cmd += ["--slots", str(self.slots)]
+        else:
+            for name, value in self.options.items():
+                cmd += [f"--{name}", value]
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 cmd,
@@ -185,7 +199,7 @@ class LlamaServer:
             code = None if self._proc is None else self._proc.returncode
             log = self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""
             raise ModelServerError(
-                f"llama_cpp.server for {self.alias} exited (code {code}); log {self.log_path}:\n{log}"
+                f"the model server for {self.alias} exited (code {code}); log {self.log_path}:\n{log}"
             )
 
     def _ready(self, response: httpx.Response) -> bool:
@@ -314,19 +328,23 @@ def serve_models(
     reflection: str | None = "1.5b",
     models_dir: Path | None = None,
     n_threads: int = 2,
+    student_slots: int = 1,
 ) -> ServedModels:
     """Servers for the verified student (alias ``student``) and reflection (``reflection``).
 
     Enter the result (``with`` / ``async with``) to start them; each is its own process with
     ``n_threads`` threads. llama.cpp threads spin while they wait, so when both servers work
     at once on a 2-core machine each slows down many times over: keep threads x busy servers
-    at or below the core count when throughput matters.
+    at or below the core count when throughput matters. ``student_slots`` above 1 serves the
+    student with the batching server (:mod:`optimizer.local_models.batching`): that many
+    requests in one forward pass, for a run that sends that many rollouts at once.
     """
     student = LlamaServer(
         model_path("student", models_dir=models_dir),
         alias="student",
         port=student_port,
         n_threads=n_threads,
+        slots=student_slots,
     )
     refl = None
     if reflection is not None:
