@@ -2,8 +2,9 @@
 
 It serves a ``--module`` target in-process as a run does, reads the program, fits the plan to
 the budget, then measures: the baseline on one train seed alone (it pays any cold start), on
-``together`` train seeds at once (a rollout's latency, the first of them to answer; how many
-the container answers at a time; the student's tokens and dollars per rollout), and a few proposals written by the reflection model from
+twice ``together`` train seeds with ``together`` in flight, each sent as one returns (a
+rollout's latency, the first of them to answer; how many the container answers at a time;
+the student's tokens and dollars per rollout), and a few proposals written by the reflection model from
 those rollouts, as many at once as the run writes (their latency, calls, tokens and dollars);
 for a run that writes one at a time, each new child is scored on the same seeds (the share of
 children that pass a gate). From these, :func:`optimizer.runtime.accounts.forecast.forecast`
@@ -135,12 +136,15 @@ class _Sampler:
             await client.aclose()
         return cls(url, program, config, http, token)
 
-    async def baseline(self, count: int) -> tuple[list[SampleOutcome], float]:
-        """The baseline on ``count`` train seeds at once, and how long they took together."""
+    async def baseline(
+        self, count: int, at_once: int | None = None
+    ) -> tuple[list[SampleOutcome], float]:
+        """The baseline on ``count`` train seeds, ``at_once`` in flight (None: all at once),
+        and how long they took together."""
         started = time.perf_counter()
         outcomes = await sample_rollouts(
             self.url, self.program, self.config, http=self.http, token=self.token,
-            count=count, run_id="plan",
+            count=count, run_id="plan", at_once=at_once,
         )  # fmt: skip
         return outcomes, time.perf_counter() - started
 
@@ -173,7 +177,10 @@ async def _plan(
     limit = metric_call_limit(config, seeds)
     plan = plan_for(config, seeds, limit)
     first, _ = await sampler.baseline(1)
-    many, wall = await sampler.baseline(max(1, min(together, config.concurrency, len(seeds.train))))
+    # Two rounds through the slots, each sent as one returns, as a run's queue sends them: a
+    # container that batches what arrives together answers a staggered stream more slowly.
+    at_once = max(1, min(together, config.concurrency, len(seeds.train)))
+    many, wall = await sampler.baseline(min(2 * at_once, len(seeds.train)), at_once)
     problems = [f"sample rollout {o.seed}: {o.problem}" for o in first + many if o.record is None]
     alone = [o.record for o in first if o.record is not None]
     wave = [o.record for o in many if o.record is not None]
@@ -185,7 +192,7 @@ async def _plan(
         )
     count = min(MAX_PROPOSALS, max(2, config.proposals_in_flight or 1))
     written = await _proposals(sampler, wave or alone, proposer, count)
-    samples = _samples(config, alone, wave, wall, written, startup_s)
+    samples = _samples(config, alone, wave, wall, written, startup_s, at_once)
     run = Run(limit, config.minibatch_size, config.proposals_in_flight or 1, config.concurrency,
               config.max_cost_usd)  # fmt: skip
     problems += [f"sample proposal: {p}" for p in written.problems]
@@ -202,6 +209,7 @@ def _samples(
     wall: float,
     written: _Written,
     startup_s: float,
+    at_once: int,
 ) -> Samples:
     records = alone + wave
     pricing = StudentPricing(PriceTable(config.prices), config.task_model)
@@ -215,7 +223,7 @@ def _samples(
     return Samples(
         rollouts=len(records) + written.children * len(wave or alone),
         latency_s=latency,
-        together=len(wave),
+        together=at_once if wave else 0,
         parallel=round(parallel, 2),
         student_input_tokens=sum(r.usage.input_tokens for r in records) / len(records),
         student_output_tokens=sum(r.usage.output_tokens for r in records) / len(records),

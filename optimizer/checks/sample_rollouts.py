@@ -101,8 +101,10 @@ async def sample_rollouts(
     token: str | None,
     count: int,
     run_id: str | None = None,
+    at_once: int | None = None,
 ) -> list[SampleOutcome]:
-    """The baseline on ``count`` train seeds of ``program`` at ``url``, concurrently.
+    """The baseline on ``count`` train seeds of ``program`` at ``url``, concurrently (at most
+    ``at_once`` in flight, the next sent as one returns; None: all at once).
 
     With ``run_id`` (``optimize create``) they are sent as that run will send them, and each
     scored one carries the ``record`` the run's rollout cache takes.
@@ -121,7 +123,13 @@ async def sample_rollouts(
     )
     sample = _Sample(client, program, Policy(model=config.task_model), run_id)
     seeds = sample_seeds(program.seeds.train, count)
-    return list(await asyncio.gather(*(sample.one(seed) for seed in seeds)))
+    slots = asyncio.Semaphore(at_once or max(count, 1))
+
+    async def in_slot(seed: str) -> SampleOutcome:
+        async with slots:
+            return await sample.one(seed)
+
+    return list(await asyncio.gather(*(in_slot(seed) for seed in seeds)))
 
 
 async def sample_findings(

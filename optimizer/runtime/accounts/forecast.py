@@ -58,8 +58,8 @@ OVERHEAD_S = 0.5  # reading the program, writing the evidence
 @dataclass(frozen=True)
 class Samples:
     """What ``optimize plan`` measured: ``rollouts`` baseline rollouts (one alone, first, to
-    pay any cold start; ``together`` at once, the first answered after ``latency_s``, answered
-    ``parallel`` at a time), ``proposals``
+    pay any cold start; then two rounds with ``together`` in flight, the first answered after
+    ``latency_s``, answered ``parallel`` at a time), ``proposals``
     proposals written ``in_flight`` at a time (``proposal_s`` each, on the mean), and of
     ``children`` distinct children scored on the sample seeds, ``passed`` beat the baseline."""
 
